@@ -1,0 +1,26 @@
+"""Where data lives: the official benchmark root and the bundled sample."""
+
+import os
+import pathlib
+
+DATA_DIR_ENV = "CROSSTASK_DATA_DIR"
+SAMPLE_DIR = pathlib.Path(__file__).parent / "data" / "sample"
+
+
+def data_dir() -> pathlib.Path | None:
+  """The root of the official data (laid out like `shared/data`), or None if unset."""
+  value = os.environ.get(DATA_DIR_ENV)
+  return pathlib.Path(value) if value else None
+
+
+def require_data_dir(*parts: str) -> pathlib.Path:
+  """A path under the official data root; a clear error when the root or path is missing."""
+  root = data_dir()
+  if root is None:
+    raise FileNotFoundError(
+        f"{DATA_DIR_ENV} is not set; point it at a folder laid out like shared/data "
+        "(see the README), or use the bundled sample.")
+  path = root.joinpath(*parts)
+  if not path.exists():
+    raise FileNotFoundError(f"{path} does not exist under {DATA_DIR_ENV}={root}")
+  return path

@@ -1,0 +1,43 @@
+"""Installs crosstask: SeqIO tasks, Flax T5-family models and a T5X-style runtime."""
+import setuptools
+
+# The core (models, runtime, benchmarks) imports without TensorFlow or SeqIO;
+# those come with the `tasks` extra, which `make` always installs.
+CORE = [
+    "jax>=0.10",
+    "flax>=0.12",
+    "optax>=0.2.8",
+    "orbax-checkpoint>=0.12",
+    "gin-config>=0.5",
+    "numpy>=2.0",
+    "clu>=0.0.12",
+    "tensorboard>=2.21",
+    "safetensors>=0.8",
+    "sentencepiece>=0.2",
+    "rouge-score>=0.1.2",
+]
+TASKS = [
+    "seqio>=0.0.20",
+    "tensorflow>=2.21",
+    "tensorflow-text>=2.21",
+    "tensorflow-datasets>=4.9",
+]
+TEST = [
+    "pytest>=9",
+    "pytest-xdist>=3.8",
+    # The CPU build shipped with the machine image; parity tests compare against it.
+    "torch==2.13.0",
+    "transformers>=5.0",
+]
+
+setuptools.setup(
+    name="crosstask",
+    version="0.1.0",
+    description="Chinese and scientific NLP benchmarks as one text-to-text world, in JAX/Flax.",
+    packages=setuptools.find_packages(include=["crosstask", "crosstask.*"]),
+    package_data={"crosstask": ["gin/**/*.gin", "t5x_configs/**/*.gin", "data/**/*"]},
+    include_package_data=True,
+    python_requires=">=3.11",
+    install_requires=CORE,
+    extras_require={"tasks": TASKS, "test": TASKS + TEST},
+)
