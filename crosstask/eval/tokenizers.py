@@ -1,0 +1,62 @@
+"""Tokenizers for text metrics, so that Chinese text is scored at all.
+
+rouge-score's default tokenizer keeps only [a-z0-9] runs and so drops every
+Chinese character; these tokenizers give Chinese a token per character.
+"""
+
+import re
+import unicodedata
+from typing import Callable
+
+from rouge_score import tokenizers as _rouge_tokenizers
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
+# One CJK ideograph, or a run of other letters/digits (no underscore).
+_CHAR_TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
+_WORD_TOKENIZER = _rouge_tokenizers.DefaultTokenizer(use_stemmer=False)
+
+
+def char_tokens(text: str) -> list[str]:
+  """CJK characters one token each, Latin/digit runs one lower-cased token.
+
+  Text is NFKC-normalised first (full-width letters and digits become ASCII);
+  punctuation, symbols and spaces are dropped.
+  """
+  text = unicodedata.normalize("NFKC", text).lower()
+  return _CHAR_TOKEN.findall(text)
+
+
+def word_tokens(text: str) -> list[str]:
+  """rouge-score's default English tokenizer (lower-cased [a-z0-9] runs)."""
+  return _WORD_TOKENIZER.tokenize(text)
+
+
+def bert4keras_tokens(text: str) -> list[str]:
+  """Every character but the ASCII space one lower-cased token, punctuation included.
+
+  Exactly bert4keras's CSL title-generation evaluation, which scores
+  `' '.join(title).lower().split(' ')` (other whitespace stays a token), less
+  the empty strings that split makes of each space.
+  """
+  return [c.lower() for c in text if c != " "]
+
+
+TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
+    "char": char_tokens,
+    "word": word_tokens,
+    "bert4keras": bert4keras_tokens,
+}
+
+
+def get_tokenizer(name: str) -> Callable[[str], list[str]]:
+  """The tokenizer function called `name`; a clear error for unknown names."""
+  try:
+    return TOKENIZERS[name]
+  except KeyError:
+    raise ValueError(
+        f"unknown tokenizer {name!r}; choose one of {sorted(TOKENIZERS)}") from None
+
+
+def tokenize(text: str, tokenizer: str = "char") -> list[str]:
+  """Tokens of `text` under the named tokenizer."""
+  return get_tokenizer(tokenizer)(text)
