@@ -1,0 +1,1 @@
+"""The CSL benchmark (ydli-ai/CSL) as SeqIO tasks: readers, layouts, tasks, scenarios."""
