@@ -1,0 +1,65 @@
+"""Hyper-parameters of the T5-family encoder-decoder (T5 1.0, T5 1.1, mT5, LongLM)."""
+
+import dataclasses
+
+import jax.numpy as jnp
+
+_ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "linear")
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig:
+  """One frozen record so a gin file or an HF config.json fully determines the net.
+
+  `activations` lists the MLP branches multiplied together: ("relu",) is T5 1.0 /
+  LongLM, ("gelu", "linear") the gated-GELU of T5 1.1 / mT5. "gelu" is the tanh
+  approximation (HF `gelu_new`, T5X), "gelu_exact" the erf form.
+  `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
+  (and HF), rescales the decoder output by d_model**-0.5 first.
+  """
+  vocab_size: int = 32128
+  d_model: int = 512
+  d_ff: int = 2048
+  num_heads: int = 8
+  d_kv: int = 64
+  num_encoder_layers: int = 6
+  num_decoder_layers: int = 6
+  activations: tuple[str, ...] = ("relu",)
+  logits_via_embedding: bool = True
+  dropout_rate: float = 0.1
+  relative_attention_num_buckets: int = 32
+  relative_attention_max_distance: int = 128
+  layer_norm_epsilon: float = 1e-6
+  dtype: str = "bfloat16"
+  param_dtype: str = "float32"
+
+  def __post_init__(self):
+    # Gin hands lists; keep the record hashable.
+    object.__setattr__(self, "activations", tuple(self.activations))
+    for name in ("vocab_size", "d_model", "d_ff", "num_heads", "d_kv",
+                 "num_encoder_layers", "num_decoder_layers",
+                 "relative_attention_num_buckets", "relative_attention_max_distance"):
+      value = getattr(self, name)
+      if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"TransformerConfig.{name} must be a positive int, got {value!r}")
+    if not self.activations or any(a not in _ACTIVATIONS for a in self.activations):
+      raise ValueError(f"TransformerConfig.activations must be a non-empty tuple of "
+                       f"{_ACTIVATIONS}, got {self.activations!r}")
+    if not 0.0 <= self.dropout_rate < 1.0:
+      raise ValueError(f"TransformerConfig.dropout_rate must be in [0, 1), got {self.dropout_rate!r}")
+    if self.relative_attention_num_buckets < 2:
+      raise ValueError("TransformerConfig.relative_attention_num_buckets must be >= 2")
+    if self.layer_norm_epsilon <= 0:
+      raise ValueError(f"TransformerConfig.layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}")
+    for name in ("dtype", "param_dtype"):
+      if getattr(self, name) not in _DTYPES:
+        raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
+
+  @property
+  def compute_dtype(self) -> jnp.dtype:
+    return jnp.dtype(self.dtype)
+
+  @property
+  def params_dtype(self) -> jnp.dtype:
+    return jnp.dtype(self.param_dtype)

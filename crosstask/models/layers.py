@@ -1,0 +1,184 @@
+"""Building blocks of the T5 stacks: RMS norm, embedding, relative bias, attention, MLP.
+
+Every parameter is created through `nn.with_logical_partitioning` so a trainer can
+shard with `nn.logical_axis_rules`; activations carry `nn.with_logical_constraint`.
+"""
+
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from crosstask.models.config import TransformerConfig
+
+# Added to attention logits of masked pairs (T5X uses the same finite value, which
+# keeps fully masked rows finite).
+NEG_INF = -1e10
+
+
+def _param(module: nn.Module, name: str, init: Callable, shape: tuple[int, ...],
+           names: tuple[str, ...], dtype) -> jax.Array:
+  return module.param(name, nn.with_logical_partitioning(init, names), shape, dtype)
+
+
+def activation(name: str) -> Callable[[jax.Array], jax.Array]:
+  """Name -> function; "gelu" is the tanh form (HF gelu_new, T5X)."""
+  return {
+      "relu": nn.relu,
+      "gelu": lambda x: nn.gelu(x, approximate=True),
+      "gelu_exact": lambda x: nn.gelu(x, approximate=False),
+      "silu": nn.silu,
+      "linear": lambda x: x,
+  }[name]
+
+
+class RMSNorm(nn.Module):
+  """T5 layer norm: scale only, no mean subtraction, statistics in float32."""
+  config: TransformerConfig
+
+  @nn.compact
+  def __call__(self, x: jax.Array) -> jax.Array:
+    cfg = self.config
+    x = x.astype(jnp.float32)
+    var = jnp.mean(jnp.square(x), axis=-1, keepdims=True)
+    y = x * jax.lax.rsqrt(var + cfg.layer_norm_epsilon)
+    scale = _param(self, "scale", nn.initializers.ones, (x.shape[-1],), ("embed",),
+                   cfg.params_dtype)
+    return (y * scale.astype(jnp.float32)).astype(cfg.compute_dtype)
+
+
+class Embed(nn.Module):
+  """Token embedding shared by encoder, decoder and (when tied) the output layer."""
+  config: TransformerConfig
+
+  def setup(self):
+    cfg = self.config
+    self.embedding = _param(self, "embedding", nn.initializers.normal(1.0),
+                            (cfg.vocab_size, cfg.d_model), ("vocab", "embed"),
+                            cfg.params_dtype)
+
+  def __call__(self, ids: jax.Array) -> jax.Array:
+    return jnp.take(self.embedding, ids, axis=0).astype(self.config.compute_dtype)
+
+  def attend(self, x: jax.Array) -> jax.Array:
+    """Logits against the embedding matrix (tied output layer)."""
+    emb = self.embedding.astype(self.config.compute_dtype)
+    return jnp.einsum("...d,vd->...v", x, emb)
+
+
+def relative_position_bucket(relative_position: jax.Array, *, bidirectional: bool,
+                             num_buckets: int, max_distance: int) -> jax.Array:
+  """T5's log-spaced buckets; same float32 arithmetic as HF so bucket edges agree."""
+  ret = jnp.zeros_like(relative_position)
+  if bidirectional:
+    num_buckets //= 2
+    ret += (relative_position > 0).astype(jnp.int32) * num_buckets
+    n = jnp.abs(relative_position)
+  else:
+    n = -jnp.minimum(relative_position, 0)
+  max_exact = num_buckets // 2
+  is_small = n < max_exact
+  n_safe = jnp.maximum(n, max_exact).astype(jnp.float32)  # log(0) never evaluated
+  large = (jnp.log(n_safe / max_exact) / np.log(max_distance / max_exact)
+           * (num_buckets - max_exact))
+  large = max_exact + large.astype(jnp.int32)
+  large = jnp.minimum(large, num_buckets - 1)
+  return ret + jnp.where(is_small, n, large)
+
+
+class RelativePositionBias(nn.Module):
+  """Per-stack bias table [heads, buckets]; computed once and shared by all layers."""
+  config: TransformerConfig
+  bidirectional: bool
+
+  @nn.compact
+  def __call__(self, qlen: int, klen: int, query_offset: jax.Array | int = 0) -> jax.Array:
+    cfg = self.config
+    table = _param(self, "rel_embedding", nn.initializers.normal(1.0),
+                   (cfg.num_heads, cfg.relative_attention_num_buckets),
+                   ("heads", "relpos_buckets"), cfg.params_dtype)
+    context = jnp.arange(qlen, dtype=jnp.int32)[:, None] + query_offset
+    memory = jnp.arange(klen, dtype=jnp.int32)[None, :]
+    buckets = relative_position_bucket(
+        memory - context, bidirectional=self.bidirectional,
+        num_buckets=cfg.relative_attention_num_buckets,
+        max_distance=cfg.relative_attention_max_distance)
+    values = jnp.take(table.astype(jnp.float32), buckets, axis=1)  # [H, q, k]
+    return values[None]
+
+
+class MultiHeadAttention(nn.Module):
+  """T5 attention: no 1/sqrt(d) scaling (folded into the query init), optional kv cache."""
+  config: TransformerConfig
+
+  @nn.compact
+  def __call__(self, inputs_q: jax.Array, inputs_kv: jax.Array, bias: jax.Array | None,
+               *, decode: bool = False, enable_dropout: bool = False) -> jax.Array:
+    cfg = self.config
+    dt, pdt = cfg.compute_dtype, cfg.params_dtype
+    h, d, dm = cfg.num_heads, cfg.d_kv, cfg.d_model
+    normal = nn.initializers.normal
+    wq = _param(self, "query", normal((dm * d) ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
+    wk = _param(self, "key", normal(dm ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
+    wv = _param(self, "value", normal(dm ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
+    wo = _param(self, "out", normal((h * d) ** -0.5), (h, d, dm), ("heads", "kv", "embed"), pdt)
+    qkv_names = ("batch", "length", "heads", "kv")
+    query = nn.with_logical_constraint(
+        jnp.einsum("bld,dhk->blhk", inputs_q, wq.astype(dt)), qkv_names)
+    key = nn.with_logical_constraint(
+        jnp.einsum("bld,dhk->blhk", inputs_kv, wk.astype(dt)), qkv_names)
+    value = nn.with_logical_constraint(
+        jnp.einsum("bld,dhk->blhk", inputs_kv, wv.astype(dt)), qkv_names)
+
+    if decode:
+      initialized = self.has_variable("cache", "cached_key")
+      cached_key = self.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
+      cached_value = self.variable("cache", "cached_value", jnp.zeros, value.shape, value.dtype)
+      cache_index = self.variable("cache", "cache_index", lambda: jnp.array(0, jnp.int32))
+      if initialized:
+        if query.shape[1] != 1:
+          raise ValueError(f"decode=True expects one token per step, got length {query.shape[1]}")
+        idx = cache_index.value
+        key = jax.lax.dynamic_update_slice(cached_key.value, key.astype(cached_key.value.dtype),
+                                           (0, idx, 0, 0))
+        value = jax.lax.dynamic_update_slice(cached_value.value,
+                                             value.astype(cached_value.value.dtype), (0, idx, 0, 0))
+        cached_key.value, cached_value.value = key, value
+        cache_index.value = idx + 1
+        visible = jnp.arange(key.shape[1]) <= idx
+        step_bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
+        bias = step_bias if bias is None else bias + step_bias
+
+    logits = jnp.einsum("bqhd,bkhd->bhqk", query, key).astype(jnp.float32)
+    if bias is not None:
+      logits = logits + bias
+    weights = jax.nn.softmax(logits, axis=-1)
+    weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=not enable_dropout)
+    out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(dt), value)
+    out = jnp.einsum("bqhd,hdm->bqm", out, wo.astype(dt))
+    return nn.with_logical_constraint(out, ("batch", "length", "embed"))
+
+
+class MlpBlock(nn.Module):
+  """Feed-forward with one branch per activation, multiplied (gated when 2 branches)."""
+  config: TransformerConfig
+
+  @nn.compact
+  def __call__(self, x: jax.Array, *, enable_dropout: bool = False) -> jax.Array:
+    cfg = self.config
+    dt, pdt = cfg.compute_dtype, cfg.params_dtype
+    hidden = None
+    for i, act in enumerate(cfg.activations):
+      name = "wi" if len(cfg.activations) == 1 else f"wi_{i}"
+      w = _param(self, name, nn.initializers.normal(cfg.d_model ** -0.5),
+                 (cfg.d_model, cfg.d_ff), ("embed", "mlp"), pdt)
+      branch = activation(act)(jnp.einsum("bld,df->blf", x, w.astype(dt)))
+      hidden = branch if hidden is None else hidden * branch
+    hidden = nn.with_logical_constraint(hidden, ("batch", "length", "mlp"))
+    hidden = nn.Dropout(cfg.dropout_rate)(hidden, deterministic=not enable_dropout)
+    wo = _param(self, "wo", nn.initializers.normal(cfg.d_ff ** -0.5),
+                (cfg.d_ff, cfg.d_model), ("mlp", "embed"), pdt)
+    out = jnp.einsum("blf,fd->bld", hidden, wo.astype(dt))
+    return nn.with_logical_constraint(out, ("batch", "length", "embed"))

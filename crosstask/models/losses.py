@@ -1,0 +1,82 @@
+"""Token cross entropy with label smoothing and z-loss, normalised as in T5X."""
+
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+
+NUM_REAL_TARGET_TOKENS = "NUM_REAL_TARGET_TOKENS"
+NUM_TOTAL_TARGET_TOKENS = "NUM_TOTAL_TARGET_TOKENS"
+AVERAGE_PER_SEQUENCE = "AVERAGE_PER_SEQUENCE"
+_NAMED = (NUM_REAL_TARGET_TOKENS, NUM_TOTAL_TARGET_TOKENS, AVERAGE_PER_SEQUENCE)
+
+
+def compute_weighted_cross_entropy(
+    logits: jax.Array, targets: jax.Array, weights: jax.Array | None = None,
+    label_smoothing: float = 0.0, z_loss: float = 0.0,
+    loss_normalizing_factor: float | jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """Returns (loss, z_loss part, weight sum), summed over tokens then divided by the factor.
+
+  Label smoothing spreads `label_smoothing` over the other V-1 classes and subtracts
+  the entropy of that soft target, so a perfect model still scores 0 (as T5X).
+  """
+  if logits.ndim != targets.ndim + 1:
+    raise ValueError(f"logits shape {logits.shape} does not fit targets shape {targets.shape}")
+  vocab = logits.shape[-1]
+  confidence = 1.0 - label_smoothing
+  low = label_smoothing / (vocab - 1)
+  normalizing_constant = -(confidence * jnp.log(confidence)
+                           + (vocab - 1) * low * jnp.log(low + 1e-20))
+  logits = logits.astype(jnp.float32)
+  log_z = jax.nn.logsumexp(logits, axis=-1)
+  soft = jax.nn.one_hot(targets, vocab, on_value=confidence, off_value=low, dtype=jnp.float32)
+  loss = log_z - jnp.sum(soft * logits, axis=-1) - normalizing_constant
+  total_z = z_loss * jnp.square(log_z)
+  loss = loss + total_z
+  if weights is None:
+    weights = jnp.ones_like(loss)
+  weights = weights.astype(jnp.float32)
+  loss, total_z = jnp.sum(loss * weights), jnp.sum(total_z * weights)
+  if loss_normalizing_factor is not None:
+    loss, total_z = loss / loss_normalizing_factor, total_z / loss_normalizing_factor
+  return loss, total_z, jnp.sum(weights)
+
+
+def get_loss_normalizing_factor_and_weights(
+    loss_normalizing_factor: float | str | None, batch: Mapping[str, jax.Array]
+) -> tuple[float | jax.Array | None, jax.Array]:
+  """Mirrors T5X: None = plain sum; a number = divide by it; or one of the named factors.
+
+  NUM_REAL_TARGET_TOKENS: sum of loss weights. NUM_TOTAL_TARGET_TOKENS: target array
+  size. AVERAGE_PER_SEQUENCE: each (packed) sequence's weights sum to 1, divided by
+  the number of sequences.
+  """
+  targets = batch["decoder_target_tokens"]
+  weights = batch.get("decoder_loss_weights")
+  if weights is None:
+    weights = (targets > 0).astype(jnp.float32)
+  weights = jnp.asarray(weights, jnp.float32)
+  if loss_normalizing_factor is None or isinstance(loss_normalizing_factor, (int, float)):
+    if isinstance(loss_normalizing_factor, bool):
+      raise ValueError("loss_normalizing_factor must be None, a number or one of "
+                       f"{_NAMED}, got {loss_normalizing_factor!r}")
+    return loss_normalizing_factor, weights
+  name = str(loss_normalizing_factor).upper()
+  if name == NUM_REAL_TARGET_TOKENS:
+    return jnp.sum(weights), weights
+  if name == NUM_TOTAL_TARGET_TOKENS:
+    return float(targets.size), weights
+  if name == AVERAGE_PER_SEQUENCE:
+    segments = batch.get("decoder_segment_ids")
+    if segments is None:
+      segments = (targets > 0).astype(jnp.int32)
+    num_seg = targets.shape[-1] + 1
+    onehot = jax.nn.one_hot(segments, num_seg, dtype=jnp.float32)  # [B, L, S]
+    per_seg = jnp.einsum("bl,bls->bs", weights, onehot)  # weight per segment
+    per_token = jnp.einsum("bs,bls->bl", per_seg, onehot)
+    weights = jnp.where(per_token > 0, weights / jnp.maximum(per_token, 1e-9), 0.0)
+    num_sequences = jnp.sum((per_seg[:, 1:] > 0).astype(jnp.float32))
+    return jnp.maximum(num_sequences, 1.0), weights
+  raise ValueError(f"loss_normalizing_factor must be None, a number or one of {_NAMED}, "
+                   f"got {loss_normalizing_factor!r}")

@@ -1,0 +1,196 @@
+"""EncoderDecoderModel: loss, decoding, scoring and embeddings around a Transformer.
+
+Batches use seqio.EncDecFeatureConverter keys. Decoder prefixes: an explicit
+`batch['decoder_prompt_tokens']` (int32 [B, P], right-padded with 0) is always forced;
+otherwise `prompt_with_targets=True` forces the leading nonzero tokens of
+`batch['decoder_input_tokens'][:, 1:]` (the targets after the start token 0).
+"""
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from crosstask.models import decoding
+from crosstask.models import losses
+
+Batch = Mapping[str, jax.Array]
+
+
+class EncoderDecoderModel:
+  """The contract a trainer / evaluator codes against (T5X EncoderDecoderModel-like)."""
+
+  def __init__(self, module: nn.Module, input_vocabulary: Any, output_vocabulary: Any, *,
+               label_smoothing: float = 0.0, z_loss: float = 1e-4,
+               loss_normalizing_factor: float | str | None = None,
+               decode_fn: Callable = decoding.temperature_sample,
+               default_decoder_params: Mapping[str, Any] | None = None):
+    if not 0.0 <= label_smoothing < 1.0:
+      raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
+    if z_loss < 0:
+      raise ValueError(f"z_loss must be >= 0, got {z_loss!r}")
+    losses.get_loss_normalizing_factor_and_weights(  # validates the option early
+        loss_normalizing_factor, {"decoder_target_tokens": jnp.ones((1, 1), jnp.int32)})
+    self.module = module
+    self.input_vocabulary = input_vocabulary
+    self.output_vocabulary = output_vocabulary
+    self.label_smoothing = label_smoothing
+    self.z_loss = z_loss
+    self.loss_normalizing_factor = loss_normalizing_factor
+    self.decode_fn = decode_fn
+    # temperature 0 makes the default temperature_sample greedy.
+    if default_decoder_params is None and decode_fn is decoding.temperature_sample:
+      default_decoder_params = {"temperature": 0.0}
+    self.default_decoder_params = dict(default_decoder_params or {})
+    self._decode_args = set(inspect.signature(decode_fn).parameters)
+    self._predict = jax.jit(self._predict_impl, static_argnames=(
+        "decoder_items", "num_decodes", "prompt_with_targets"))
+
+  @property
+  def eos_id(self) -> int:
+    return int(getattr(self.output_vocabulary, "eos_id", 1) or 1)
+
+  # ------------------------------------------------------------------ training
+
+  def get_initial_variables(self, rng: jax.Array, input_shapes: Mapping[str, tuple[int, ...]]
+                            ) -> dict:
+    """{'params': boxed nn.Partitioned leaves}; `nn.get_partition_spec` gives logical specs."""
+    for key in ("encoder_input_tokens", "decoder_input_tokens"):
+      if key not in input_shapes:
+        raise ValueError(f"input_shapes lacks {key!r} (got {sorted(input_shapes)})")
+    enc = jnp.ones(input_shapes["encoder_input_tokens"], jnp.int32)
+    dec = jnp.ones(input_shapes["decoder_input_tokens"], jnp.int32)
+    variables = jax.jit(self.module.init)(rng, enc, dec)
+    return {"params": variables["params"]}
+
+  def _logits(self, params, batch: Batch, dropout_rng=None) -> jax.Array:
+    _check_batch(batch)
+    rngs = {"dropout": dropout_rng} if dropout_rng is not None else None
+    return self.module.apply(
+        {"params": params}, batch["encoder_input_tokens"], batch["decoder_input_tokens"],
+        batch["decoder_target_tokens"], batch.get("encoder_segment_ids"),
+        batch.get("decoder_segment_ids"), batch.get("encoder_positions"),
+        batch.get("decoder_positions"), enable_dropout=dropout_rng is not None, rngs=rngs)
+
+  def loss_fn(self, params, batch: Batch, dropout_rng: jax.Array | None
+              ) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Scalar loss (T5X normalisation) and scalar metrics; no dropout when rng is None."""
+    logits = self._logits(params, batch, dropout_rng)
+    factor, weights = losses.get_loss_normalizing_factor_and_weights(
+        self.loss_normalizing_factor, batch)
+    targets = batch["decoder_target_tokens"]
+    loss, z_loss, weight_sum = losses.compute_weighted_cross_entropy(
+        logits, targets, weights, self.label_smoothing, self.z_loss, factor)
+    real = batch.get("decoder_loss_weights", targets > 0).astype(jnp.float32)
+    correct = (jnp.argmax(logits, -1) == targets).astype(jnp.float32)
+    metrics = {
+        "loss": loss, "z_loss": z_loss, "cross_ent_loss": loss - z_loss,
+        "accuracy": jnp.sum(correct * real) / jnp.maximum(jnp.sum(real), 1.0),
+        "nonpadding_tokens": jnp.sum(real), "weight_sum": weight_sum,
+    }
+    return loss, metrics
+
+  def score_batch(self, params, batch: Batch) -> jax.Array:
+    """float32 [B]: sum of target log-likelihoods times decoder_loss_weights."""
+    logits = self._logits(params, batch)
+    targets = batch["decoder_target_tokens"]
+    weights = batch.get("decoder_loss_weights", targets > 0).astype(jnp.float32)
+    logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    token = jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+    return jnp.sum(token * weights, axis=-1)
+
+  def embed(self, params, batch: Batch, pooling: str = "mean") -> jax.Array:
+    """float32 [B, d_model] encoder embeddings: mean over non-padding tokens, or the first."""
+    if pooling not in ("mean", "first"):
+      raise ValueError(f"pooling must be 'mean' or 'first', got {pooling!r}")
+    tokens = batch["encoder_input_tokens"]
+    encoded = self.module.apply({"params": params}, tokens, method=self.module.encode)
+    encoded = encoded.astype(jnp.float32)
+    if pooling == "first":
+      return encoded[:, 0]
+    mask = (tokens > 0).astype(jnp.float32)[..., None]
+    return jnp.sum(encoded * mask, axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1.0)
+
+  # ------------------------------------------------------------------ decoding
+
+  def predict_batch(self, params, batch: Batch, rng: jax.Array | None = None, *,
+                    decoder_params: Mapping[str, Any] | None = None, num_decodes: int = 1,
+                    return_all_decodes: bool = False, prompt_with_targets: bool = False
+                    ) -> jax.Array:
+    """int32 [B, L] best decodes ([B, num_decodes, L] with return_all_decodes)."""
+    return self.predict_batch_with_aux(
+        params, batch, rng, decoder_params=decoder_params, num_decodes=num_decodes,
+        return_all_decodes=return_all_decodes, prompt_with_targets=prompt_with_targets)[0]
+
+  def predict_batch_with_aux(self, params, batch: Batch, rng: jax.Array | None = None, *,
+                             decoder_params: Mapping[str, Any] | None = None,
+                             num_decodes: int = 1, return_all_decodes: bool = False,
+                             prompt_with_targets: bool = False
+                             ) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """(tokens, {'scores': float32 [B]}); L = decoder_input_tokens length; best first."""
+    if num_decodes < 1:
+      raise ValueError(f"num_decodes must be >= 1, got {num_decodes!r}")
+    merged = {**self.default_decoder_params, **(decoder_params or {})}
+    unknown = set(merged) - self._decode_args
+    if unknown:
+      raise ValueError(f"decoder_params {sorted(unknown)} are not arguments of decode_fn")
+    if num_decodes > 1 and "num_decodes" not in self._decode_args:
+      raise ValueError("num_decodes > 1 but decode_fn takes no num_decodes")
+    if rng is None:
+      rng = jax.random.PRNGKey(0)
+    prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
+    inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
+    seqs, scores = self._predict(params, inputs, rng, decoder_items=tuple(sorted(merged.items())),
+                                 num_decodes=num_decodes, prompt_with_targets=prompt_with_targets)
+    if return_all_decodes:
+      return seqs, {"scores": scores}
+    return seqs[:, 0], {"scores": scores[:, 0]}
+
+  def _predict_impl(self, params, batch, rng, *, decoder_items, num_decodes,
+                    prompt_with_targets):
+    enc = batch["encoder_input_tokens"]
+    dec_in = batch["decoder_input_tokens"]
+    max_len = dec_in.shape[1]
+    module = self.module
+    encoded = module.apply({"params": params}, enc, method=module.encode)
+    cache_shapes = jax.eval_shape(
+        functools.partial(module.apply, decode=True, method=module.decode, mutable=["cache"]),
+        {"params": params}, encoded, enc, dec_in)[1]["cache"]
+    cache = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), cache_shapes)
+    if "decoder_prompt_tokens" in batch:
+      prompt = batch["decoder_prompt_tokens"].astype(jnp.int32)
+    elif prompt_with_targets:
+      tail = dec_in[:, 1:]
+      prompt = tail * jnp.cumprod(tail != 0, axis=1).astype(tail.dtype)
+    else:
+      prompt = jnp.zeros((enc.shape[0], 1), jnp.int32)
+    encoded_rep = decoding.repeat_batch(encoded, num_decodes)
+    enc_rep = decoding.repeat_batch(enc, num_decodes)
+
+    def tokens_to_logits(token, step_cache):
+      logits, mutated = module.apply(
+          {"params": params, "cache": step_cache}, encoded_rep, enc_rep, token,
+          decode=True, max_decode_length=max_len, method=module.decode, mutable=["cache"])
+      return logits[:, -1], mutated["cache"]
+
+    kwargs = dict(decoder_items)
+    if "decode_rng" in self._decode_args:
+      kwargs["decode_rng"] = rng
+    if "num_decodes" in self._decode_args:
+      kwargs["num_decodes"] = num_decodes
+    seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
+                                  max_decode_len=max_len, **kwargs)
+    return seqs.astype(jnp.int32), scores.astype(jnp.float32)
+
+
+def _check_batch(batch: Batch) -> None:
+  for key in ("encoder_input_tokens", "decoder_input_tokens", "decoder_target_tokens"):
+    if key not in batch:
+      raise ValueError(f"batch lacks {key!r} (got {sorted(batch)})")
+  if batch["decoder_input_tokens"].shape != batch["decoder_target_tokens"].shape:
+    raise ValueError(f"decoder_input_tokens shape {batch['decoder_input_tokens'].shape} != "
+                     f"decoder_target_tokens shape {batch['decoder_target_tokens'].shape}")
