@@ -1,0 +1,308 @@
+"""Model-agnostic autoregressive decoding (sampling, greedy, beam search).
+
+Pure jax/numpy so that `crosstask.models` imports without TensorFlow or SeqIO.
+
+Conventions shared by every method:
+
+* `prompt` is int32 [B, P], P <= max_decode_len, right-padded with 0. The
+  nonzero tokens of row b are forced as that row's first outputs (a decoder
+  prefix); an all-zero row has no prefix. Forced tokens appear in the output
+  but their probabilities are not part of the returned scores.
+* Decoding feeds the decoder start token 0 first. Output sequences contain the
+  EOS token when generated and 0 after it; a row that reaches max_decode_len
+  without EOS is returned as is.
+* `tokens_to_logits(cur_token int32 [B', 1], cache) -> (logits [B', V], cache)`
+  with B' = B * num_decodes. Copies of example b are rows
+  b * num_decodes ... b * num_decodes + num_decodes - 1 (`repeat_batch`), so
+  callers must repeat encoder outputs and masks with `repeat_batch` too.
+* The cache is any pytree with batch B (not expanded). Leaves of rank >= 1
+  have the batch as leading axis and are expanded / reordered here; rank-0
+  leaves (e.g. a step index) are carried through unchanged.
+* Loops are `jax.lax.while_loop`s that stop once every row is finished. All
+  arguments other than `prompt`, `cache` and `decode_rng` are Python values
+  that shape the computation: jit the caller's whole predict function (with
+  `tokens_to_logits` closed over) or mark them static.
+"""
+
+from typing import Any, Callable, Optional, Tuple, Union
+
+import jax
+import jax.numpy as jnp
+
+PyTree = Any
+TokensToLogits = Callable[[jnp.ndarray, PyTree], Tuple[jnp.ndarray, PyTree]]
+
+# Large finite negative: keeps sums of dead-beam scores free of inf - inf = nan.
+NEG_INF = -1.0e9
+
+
+def repeat_batch(x: PyTree, n: int) -> PyTree:
+  """Repeats every rank >= 1 leaf n times along axis 0 (b -> b*n ... b*n+n-1)."""
+  def rep(leaf):
+    leaf = jnp.asarray(leaf)
+    return leaf if leaf.ndim == 0 else jnp.repeat(leaf, n, axis=0)
+  return jax.tree_util.tree_map(rep, x)
+
+
+def _gather_batch(x: PyTree, flat_idx: jnp.ndarray) -> PyTree:
+  """Reorders rank >= 1 leaves along the flattened batch; rank-0 leaves pass."""
+  return jax.tree_util.tree_map(
+      lambda leaf: leaf if leaf.ndim == 0 else jnp.take(leaf, flat_idx, axis=0),
+      x)
+
+
+def _pad_prompt(prompt: jnp.ndarray, max_decode_len: int) -> jnp.ndarray:
+  """Right-pads the prompt to max_decode_len so step i can index column i."""
+  prompt = jnp.asarray(prompt, jnp.int32)
+  p = prompt.shape[1]
+  if p > max_decode_len:
+    raise ValueError(f"prompt length {p} > max_decode_len {max_decode_len}")
+  return jnp.pad(prompt, ((0, 0), (0, max_decode_len - p)))
+
+
+# ----------------------------------------------------------------- sampling
+
+
+def _filtered_sample(key: jax.Array, logits: jnp.ndarray, temperature: float,
+                     topk: int, topp: float) -> jnp.ndarray:
+  """Draws one token per row from softmax(logits / T) after top-k then top-p."""
+  logits = logits / temperature
+  vocab = logits.shape[-1]
+  if not topk and not topp:
+    return jax.random.categorical(key, logits).astype(jnp.int32)
+  k = topk if 0 < topk < vocab else vocab
+  vals, idx = jax.lax.top_k(logits, k)  # sorted descending
+  if topp:
+    # Nucleus over the (renormalised) top-k distribution, as HF chains warpers:
+    # keep the smallest prefix whose mass reaches topp; the best always stays.
+    probs = jax.nn.softmax(vals, axis=-1)
+    mass_before = jnp.cumsum(probs, axis=-1) - probs
+    vals = jnp.where(mass_before < topp, vals, -jnp.inf)
+  choice = jax.random.categorical(key, vals)
+  return jnp.take_along_axis(idx, choice[:, None], axis=-1)[:, 0].astype(
+      jnp.int32)
+
+
+def temperature_sample(
+    prompt: jnp.ndarray,
+    cache: PyTree,
+    tokens_to_logits: TokensToLogits,
+    *,
+    eos_id: int,
+    decode_rng: Optional[jax.Array],
+    max_decode_len: int,
+    num_decodes: int = 1,
+    temperature: float = 1.0,
+    topk: int = 0,
+    topp: float = 0.0,
+) -> Tuple[jnp.ndarray, jnp.ndarray]:
+  """Samples num_decodes continuations per example (temperature 0 = greedy).
+
+  Returns (sequences int32 [B, num_decodes, max_decode_len], log_probs float32
+  [B, num_decodes]). log_probs sums the model's own log-softmax (before
+  temperature and filtering) over the generated, non-forced tokens, so it is
+  comparable across sampling settings. Filtering applies top-k first, then
+  top-p (nucleus) on the renormalised survivors.
+  """
+  if temperature < 0:
+    raise ValueError("temperature must be >= 0")
+  batch = prompt.shape[0]
+  flat = batch * num_decodes
+  forced_all = repeat_batch(_pad_prompt(prompt, max_decode_len), num_decodes)
+  if decode_rng is None:
+    decode_rng = jax.random.PRNGKey(0)
+
+  def cond(state):
+    i, _, _, _, ended, _ = state
+    return (i < max_decode_len) & ~jnp.all(ended)
+
+  def body(state):
+    i, cur, seqs, lps, ended, c = state
+    logits, c = tokens_to_logits(cur[:, None], c)
+    logits = logits.astype(jnp.float32)
+    if temperature == 0.0:
+      tok = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    else:
+      key = jax.random.fold_in(decode_rng, i)
+      tok = _filtered_sample(key, logits, temperature, topk, topp)
+    forced = forced_all[:, i]
+    is_forced = forced != 0
+    tok = jnp.where(is_forced, forced, tok)
+    tok_lp = jnp.take_along_axis(
+        jax.nn.log_softmax(logits, axis=-1), tok[:, None], axis=-1)[:, 0]
+    lps = lps + jnp.where(is_forced | ended, 0.0, tok_lp)
+    tok = jnp.where(ended, 0, tok)
+    seqs = jax.lax.dynamic_update_slice_in_dim(seqs, tok[:, None], i, axis=1)
+    ended = ended | (tok == eos_id)
+    return i + 1, tok, seqs, lps, ended, c
+
+  init = (jnp.array(0, jnp.int32), jnp.zeros((flat,), jnp.int32),
+          jnp.zeros((flat, max_decode_len), jnp.int32),
+          jnp.zeros((flat,), jnp.float32), jnp.zeros((flat,), bool),
+          repeat_batch(cache, num_decodes))
+  _, _, seqs, lps, _, _ = jax.lax.while_loop(cond, body, init)
+  return (seqs.reshape(batch, num_decodes, max_decode_len),
+          lps.reshape(batch, num_decodes))
+
+
+def greedy(prompt: jnp.ndarray, cache: PyTree,
+           tokens_to_logits: TokensToLogits, *, eos_id: int,
+           max_decode_len: int) -> Tuple[jnp.ndarray, jnp.ndarray]:
+  """Argmax decoding; returns ([B, 1, max_decode_len], [B, 1])."""
+  return temperature_sample(prompt, cache, tokens_to_logits, eos_id=eos_id,
+                            decode_rng=None, max_decode_len=max_decode_len,
+                            num_decodes=1, temperature=0.0)
+
+
+# -------------------------------------------------------------- beam search
+
+
+def t5x_brevity_penalty(alpha: float, length):
+  """T5X / GNMT divisor ((5 + length) / 6) ** alpha."""
+  return ((5.0 + length) / 6.0) ** alpha
+
+
+def hf_length_penalty(alpha: float, length):
+  """Hugging Face divisor length ** alpha (length = generated tokens)."""
+  return jnp.asarray(length, jnp.float32) ** alpha
+
+
+def _take_beams(x: jnp.ndarray, idx: jnp.ndarray) -> jnp.ndarray:
+  """x [B, N, ...] indexed by idx [B, M] along axis 1 -> [B, M, ...]."""
+  idx = idx.reshape(idx.shape + (1,) * (x.ndim - 2))
+  return jnp.take_along_axis(x, idx, axis=1)
+
+
+def beam_search(
+    prompt: jnp.ndarray,
+    cache: PyTree,
+    tokens_to_logits: TokensToLogits,
+    *,
+    eos_id: int,
+    max_decode_len: int,
+    num_decodes: int = 4,
+    alpha: float = 0.6,
+    length_penalty: str = "t5x",
+    early_stopping: Union[None, bool, str] = None,
+) -> Tuple[jnp.ndarray, jnp.ndarray]:
+  """Beam search; returns (sequences [B, K, L] best first, scores [B, K]).
+
+  Scores are length-penalised sums of log-probs of the non-forced tokens.
+
+  length_penalty="t5x": score = logprob / ((5 + n) / 6) ** alpha with n the
+  full output length (forced prefix and EOS included). As in T5X every EOS
+  candidate among the top 2K joins a top-K finished pool, and search stops for
+  an example once its best alive beam, even at its most favourable length,
+  cannot beat its worst finished one (an exact bound for any alpha). Unlike
+  T5X, beams still alive at max_decode_len compete with the finished pool
+  (T5X only falls back to them when nothing finished), so a large enough K
+  equals exhaustive search.
+
+  length_penalty="hf": mirrors transformers' `_beam_search` with
+  `length_penalty=alpha`: score = logprob / n ** alpha with n the generated
+  length excluding the forced prefix (HF's decoder_prompt_len); only EOS
+  candidates ranked within the top K of the 2K candidates can finish; at the
+  last step the top-K candidates finish regardless of EOS; `early_stopping`
+  is HF's (False: heuristic bound at the current length, the HF default;
+  True: additionally stop once K hypotheses finished; "never": bound at max
+  length).
+  Differences from HF: HF's prefix must be the same length across the batch
+  (here it can differ per row), and torch.topk / lax.top_k may order exact
+  ties differently.
+  """
+  if length_penalty not in ("t5x", "hf"):
+    raise ValueError(f"unknown length_penalty {length_penalty!r}")
+  hf = length_penalty == "hf"
+  if early_stopping is None:
+    early_stopping = False if hf else "never"
+  batch, k, length = prompt.shape[0], num_decodes, max_decode_len
+  forced_all = _pad_prompt(prompt, length)  # [B, L]
+  n_forced = jnp.sum(forced_all != 0, axis=1)  # [B]
+
+  def penalty(n):
+    if hf:
+      return hf_length_penalty(alpha, jnp.maximum(n, 1))
+    return t5x_brevity_penalty(alpha, n)
+
+  def pen_length(i):
+    """Penalised length of a sequence whose last token sits at step i."""
+    n = jnp.broadcast_to(i + 1, (batch,))
+    return n - n_forced if hf else n
+
+  def best_possible_divisor(i):
+    """Divisor giving the best final score an alive beam at step i can reach."""
+    cur, final = pen_length(i), pen_length(length - 1)
+    if hf:
+      if early_stopping == "never" and alpha > 0:
+        return penalty(final)
+      return penalty(cur)
+    return penalty(final) if alpha >= 0 else penalty(cur)
+
+  def cond(state):
+    i, _, _, _, _, _, open_, _ = state
+    return (i < length) & jnp.any(open_)
+
+  def body(state):
+    i, alive_seqs, alive_lp, fin_seqs, fin_scores, fin_flags, open_, c = state
+    cur = jax.lax.dynamic_index_in_dim(alive_seqs, i, axis=2, keepdims=False)
+    logits, c = tokens_to_logits(cur.reshape(batch * k, 1), c)
+    vocab = logits.shape[-1]
+    lp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    lp = lp.reshape(batch, k, vocab)
+    forced = forced_all[:, i]
+    is_forced = forced != 0
+    one_hot = jnp.where(jnp.arange(vocab)[None, None, :] == forced[:, None, None],
+                        0.0, NEG_INF)
+    lp = jnp.where(is_forced[:, None, None], one_hot, lp)
+
+    # Top 2K continuations over all beams.
+    cand = (alive_lp[:, :, None] + lp).reshape(batch, k * vocab)
+    top_lp, top_idx = jax.lax.top_k(cand, 2 * k)
+    parent, token = top_idx // vocab, (top_idx % vocab).astype(jnp.int32)
+    top_seqs = _take_beams(alive_seqs, parent)
+    top_seqs = jax.lax.dynamic_update_slice_in_dim(
+        top_seqs, token[:, :, None], i + 1, axis=2)
+    finishing = (((token == eos_id) & ~is_forced[:, None])
+                 | (i == length - 1))
+
+    # Alive: best K that did not finish.
+    alive_lp, sel = jax.lax.top_k(
+        top_lp + jnp.where(finishing, NEG_INF, 0.0), k)
+    alive_seqs = _take_beams(top_seqs, sel)
+    beam_parent = jnp.take_along_axis(parent, sel, axis=1)
+    flat_parent = (jnp.arange(batch)[:, None] * k + beam_parent).reshape(-1)
+    c = _gather_batch(c, flat_parent)
+
+    # Finished: merge newly finished candidates into the top-K pool.
+    eligible = finishing & open_[:, None]
+    if hf:
+      eligible = eligible & (jnp.arange(2 * k) < k)[None, :]
+    scores = top_lp / penalty(pen_length(i))[:, None]
+    scores = jnp.where(eligible, scores, NEG_INF)
+    fin_scores, sel = jax.lax.top_k(
+        jnp.concatenate([fin_scores, scores], axis=1), k)
+    fin_seqs = _take_beams(jnp.concatenate([fin_seqs, top_seqs], axis=1), sel)
+    fin_flags = _take_beams(jnp.concatenate([fin_flags, eligible], axis=1), sel)
+
+    # Can an alive beam still beat the worst finished one?
+    all_full = jnp.all(fin_flags, axis=1)
+    worst = jnp.where(all_full, jnp.min(fin_scores, axis=1), NEG_INF)
+    best = alive_lp[:, 0] / best_possible_divisor(i)
+    open_ = open_ & (best > worst)
+    if hf and early_stopping is True:
+      open_ = open_ & ~all_full
+    if not hf:  # Only dead (NEG_INF) beams left alive: nothing to find.
+      open_ = open_ & (alive_lp[:, 0] > NEG_INF / 2)
+    return i + 1, alive_seqs, alive_lp, fin_seqs, fin_scores, fin_flags, open_, c
+
+  init_lp = jnp.tile(jnp.array([0.0] + [NEG_INF] * (k - 1), jnp.float32),
+                     (batch, 1))
+  init = (jnp.array(0, jnp.int32),
+          jnp.zeros((batch, k, length + 1), jnp.int32), init_lp,
+          jnp.zeros((batch, k, length + 1), jnp.int32),
+          jnp.full((batch, k), NEG_INF, jnp.float32),
+          jnp.zeros((batch, k), bool), jnp.ones((batch,), bool),
+          repeat_batch(cache, k))
+  state = jax.lax.while_loop(cond, body, init)
+  fin_seqs, fin_scores = state[3], state[4]
+  return fin_seqs[:, :, 1:], fin_scores
