@@ -1,0 +1,142 @@
+"""Orbax checkpoints: full train state plus data position, and parameters-only loads.
+
+Orbax writes each step to a temporary directory and renames it when complete, so
+a run killed mid-save leaves nothing the manager will mistake for a checkpoint.
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+import gin
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+STEP_PREFIX = 'checkpoint'  # Step directories are named like T5X's: checkpoint_<step>.
+
+
+@gin.configurable(module='utils')
+@dataclasses.dataclass(frozen=True)
+class SaveCheckpointConfig:
+  """How often to save and how many of the newest to keep (None keeps all)."""
+  period: int = 1000
+  keep: int | None = None
+  async_save: bool = False
+
+
+@gin.configurable(module='utils')
+@dataclasses.dataclass(frozen=True)
+class RestoreCheckpointConfig:
+  """A checkpoint (or a directory of them) to read.
+
+  mode 'latest' takes the newest step, 'specific' exactly `path`, 'all' every step
+  in the directory (for evaluating a series). With `params_only` only the
+  parameters are taken (fine-tuning from a pretrained or imported model).
+  """
+  path: str | None = None
+  mode: str = 'latest'
+  params_only: bool = True
+
+
+def manager(directory: str, cfg: SaveCheckpointConfig | None = None,
+            read_only: bool = False) -> ocp.CheckpointManager:
+  cfg = cfg or SaveCheckpointConfig()
+  options = ocp.CheckpointManagerOptions(
+      save_interval_steps=1,  # The train loop decides when; see `should_save`.
+      max_to_keep=cfg.keep,
+      step_prefix=STEP_PREFIX,
+      create=not read_only,
+      read_only=read_only,
+      cleanup_tmp_directories=not read_only,
+      enable_async_checkpointing=cfg.async_save)
+  return ocp.CheckpointManager(os.path.abspath(directory), options=options,
+                               item_names=('state', 'data'))
+
+
+def save(mgr: ocp.CheckpointManager, step: int, state: Any, batches_consumed: int) -> None:
+  mgr.save(step, args=ocp.args.Composite(
+      state=ocp.args.StandardSave(state),
+      data=ocp.args.JsonSave({'batches_consumed': int(batches_consumed), 'step': int(step)})))
+
+
+def restore(mgr: ocp.CheckpointManager, step: int, abstract_state: Any) -> tuple[Any, int]:
+  """The train state at `step`, laid out like `abstract_state`, and its data position."""
+  check_shapes(_state_dir(mgr, step), abstract_state)
+  out = mgr.restore(step, args=ocp.args.Composite(
+      state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore()))
+  return out.state, int(out.data['batches_consumed'])
+
+
+def _state_dir(mgr: ocp.CheckpointManager, step: int) -> str:
+  return os.path.join(str(mgr.directory), f'{STEP_PREFIX}_{step}', 'state')
+
+
+def steps_in(directory: str) -> list[int]:
+  """The complete checkpoints under `directory` (temporary ones are not counted)."""
+  if not os.path.isdir(directory):
+    return []
+  return list(manager(directory, read_only=True).all_steps())
+
+
+def resolve_state_dir(path: str, step: int | None = None) -> str:
+  """The 'state' item for `path`: a step dir, a model dir (newest or `step`), or the item."""
+  path = os.path.abspath(path)
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'Checkpoint path {path} does not exist.')
+  if os.path.isdir(os.path.join(path, 'state')):
+    return os.path.join(path, 'state')
+  steps = steps_in(path)
+  if steps:
+    step = max(steps) if step is None else step
+    return os.path.join(path, f'{STEP_PREFIX}_{step}', 'state')
+  if ocp.utils.is_checkpoint_finalized(path) if hasattr(ocp.utils, 'is_checkpoint_finalized') else True:
+    return path
+  raise FileNotFoundError(f'No complete checkpoint under {path}.')
+
+
+def _flat(tree: Any) -> dict[str, Any]:
+  flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+  return {jax.tree_util.keystr(k, simple=True, separator='/'): v for k, v in flat}
+
+
+def check_shapes(state_dir: str, abstract: Any, subtree: str | None = None) -> None:
+  """Fails naming the parameter when the checkpoint's shapes differ from the model's."""
+  meta = ocp.StandardCheckpointer().metadata(state_dir)
+  meta = getattr(meta, 'item_metadata', meta)
+  meta = getattr(meta, 'tree', meta)
+  saved = _flat(meta[subtree] if subtree else meta)
+  want = _flat(abstract)
+  missing = sorted(set(want) - set(saved))
+  if missing:
+    raise ValueError(f'Checkpoint {state_dir} lacks {len(missing)} entries the model needs, '
+                     f'e.g. {missing[:5]}.')
+  for name, target in want.items():
+    got = tuple(getattr(saved[name], 'shape', ()) or ())
+    if got != tuple(target.shape):
+      raise ValueError(f"Checkpoint {state_dir}: parameter '{name}' has shape {got}, "
+                       f'the model expects {tuple(target.shape)}.')
+
+
+def load_params(path: str, abstract_params: Any) -> Any:
+  """Only the parameters of a checkpoint, placed like `abstract_params` (shape-checked)."""
+  state_dir = resolve_state_dir(path)
+  meta = ocp.StandardCheckpointer().metadata(state_dir)
+  meta = getattr(meta, 'item_metadata', meta)
+  meta = getattr(meta, 'tree', meta)
+  has_params_key = isinstance(meta, dict) and 'params' in meta
+  check_shapes(state_dir, abstract_params, 'params' if has_params_key else None)
+  target = {'params': abstract_params} if has_params_key else abstract_params
+  restore_args = jax.tree.map(
+      lambda a: ocp.ArrayRestoreArgs(sharding=a.sharding, global_shape=a.shape, dtype=a.dtype),
+      target)
+  out = ocp.PyTreeCheckpointer().restore(
+      state_dir, args=ocp.args.PyTreeRestore(item=target, restore_args=restore_args,
+                                             partial_restore=True))
+  return out['params'] if has_params_key else out
+
+
+def to_abstract(tree: Any) -> Any:
+  return jax.tree.map(
+      lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=getattr(x, 'sharding', None)),
+      tree)

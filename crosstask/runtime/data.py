@@ -1,0 +1,127 @@
+"""SeqIO input pipelines: deterministic for a seed, sharded per host, resumable by count.
+
+SeqIO (and TensorFlow) are imported inside functions so the trainer and the
+models import on machines without them.
+"""
+
+import dataclasses
+import difflib
+from typing import Any, Iterator, Mapping
+
+import gin
+import jax
+import numpy as np
+
+
+@gin.configurable(module='utils')
+@dataclasses.dataclass(frozen=True)
+class DatasetConfig:
+  """What T5X's `utils.DatasetConfig` holds; `batch_size` is the global batch."""
+  mixture_or_task_name: str
+  task_feature_lengths: Mapping[str, int]
+  split: str
+  batch_size: int
+  shuffle: bool
+  seed: int | None
+  use_cached: bool = False
+  pack: bool = False
+  module: str | None = None
+
+
+def import_tasks(module: str | None = None) -> None:
+  """Registers tasks: the project's own, plus `module` (like T5X's DatasetConfig.module)."""
+  import importlib
+  try:
+    importlib.import_module('crosstask.tasks')
+  except ImportError as e:  # Tasks not shipped: the caller registers its own.
+    if 'crosstask.tasks' not in str(e):
+      raise
+  if module:
+    importlib.import_module(module)
+
+
+def get_mixture_or_task(name: str):
+  """The registered task or mixture, or an error listing the closest names."""
+  import seqio
+  try:
+    return seqio.get_mixture_or_task(name)
+  except ValueError:
+    known = sorted(set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()))
+    close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+    hint = f' Did you mean: {", ".join(close)}?' if close else ''
+    raise ValueError(
+        f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
+        f"DatasetConfig.mixture_or_task_name).{hint} {len(known)} are registered."
+    ) from None
+
+
+def check_split(task_or_mixture, split: str) -> None:
+  """A clear error when a task of the mixture lacks the split."""
+  tasks = getattr(task_or_mixture, 'tasks', None) or [task_or_mixture]
+  for task in tasks:
+    splits = list(task.splits)
+    if splits and split not in splits:
+      raise ValueError(f"Task '{task.name}' has no split '{split}'; it has {splits}.")
+
+
+def feature_converter(pack: bool):
+  import seqio
+  return seqio.EncDecFeatureConverter(pack=pack)
+
+
+def per_host_batch_size(global_batch: int) -> int:
+  n = jax.process_count()
+  if global_batch % n:
+    raise ValueError(f'batch_size {global_batch} does not divide over {n} hosts.')
+  return global_batch // n
+
+
+def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
+                skip_batches: int = 0):
+  """Batched, feature-converted tf.data for this host; skips `skip_batches` batches.
+
+  The order depends only on `cfg.seed`, so skipping the batches a run has already
+  consumed puts a resumed run at exactly the same place in the stream.
+  """
+  import seqio
+  import_tasks(cfg.module)
+  task = get_mixture_or_task(cfg.mixture_or_task_name)
+  check_split(task, cfg.split)
+  ds = seqio.get_dataset(
+      cfg.mixture_or_task_name,
+      task_feature_lengths=dict(cfg.task_feature_lengths),
+      dataset_split=cfg.split,
+      shuffle=cfg.shuffle,
+      num_epochs=num_epochs,
+      feature_converter=feature_converter(cfg.pack),
+      shard_info=seqio.ShardInfo(index=jax.process_index(), num_shards=jax.process_count()),
+      use_cached=cfg.use_cached,
+      seed=cfg.seed)
+  ds = ds.batch(per_host_batch_size(cfg.batch_size), drop_remainder=True)
+  if skip_batches:
+    ds = ds.skip(skip_batches)
+  return ds
+
+
+def model_input_shapes(cfg: DatasetConfig) -> dict[str, tuple[int, int]]:
+  """Shapes the model is initialised with: the global batch at the converted lengths."""
+  lengths = feature_converter(False).get_model_feature_lengths(dict(cfg.task_feature_lengths))
+  return {k: (cfg.batch_size, v) for k, v in lengths.items()
+          if k in ('encoder_input_tokens', 'decoder_input_tokens')}
+
+
+def numpy_batches(ds) -> Iterator[dict[str, np.ndarray]]:
+  for batch in ds.as_numpy_iterator():
+    yield {k: np.asarray(v) for k, v in batch.items()}
+
+
+def pad_batch(batch: Mapping[str, Any], size: int) -> tuple[dict[str, np.ndarray], int]:
+  """Zero-pads the leading dimension to `size`; returns the real row count too."""
+  n = len(next(iter(batch.values())))
+  out = {}
+  for k, v in batch.items():
+    v = np.asarray(v)
+    if n < size:
+      v = np.concatenate([v, np.zeros((size - n,) + v.shape[1:], v.dtype)])
+    out[k] = v
+  return out, n

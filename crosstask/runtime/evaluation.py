@@ -1,0 +1,69 @@
+"""SeqIO evaluation: the task's postprocessors and metrics over the model's outputs.
+
+Metrics go to TensorBoard (through clu) and to `<output_dir>/metrics.jsonl`, one
+line per (step, task); seqio's JSONLogger also keeps the inferences per task.
+"""
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from crosstask.runtime import data, inference
+
+
+def _scalar(v: Any) -> float | None:
+  v = getattr(v, 'value', v)
+  try:
+    arr = np.asarray(v, dtype=np.float64)
+  except (TypeError, ValueError):
+    return None
+  return float(arr) if arr.ndim == 0 else None
+
+
+class Evaluator:
+  """A `seqio.Evaluator` for a DatasetConfig, writing summaries and JSON."""
+
+  def __init__(self, cfg: data.DatasetConfig, output_dir: str, writer=None,
+               num_examples: int | None = None):
+    import seqio
+    data.import_tasks(cfg.module)
+    task = data.get_mixture_or_task(cfg.mixture_or_task_name)
+    data.check_split(task, cfg.split)
+    self.output_dir = output_dir
+    self.writer = writer
+    self.batch_size = cfg.batch_size
+    os.makedirs(output_dir, exist_ok=True)
+    self._evaluator = seqio.Evaluator(
+        mixture_or_task_name=cfg.mixture_or_task_name,
+        feature_converter=data.feature_converter(pack=False),
+        eval_split=cfg.split,
+        use_cached=cfg.use_cached,
+        seed=cfg.seed,
+        sequence_length=dict(cfg.task_feature_lengths),
+        num_examples=num_examples,
+        logger_cls=(seqio.JSONLogger,),
+        log_dir=output_dir,
+        async_compute_metrics=False)
+
+  @property
+  def has_tasks(self) -> bool:
+    return bool(self._evaluator.eval_tasks)
+
+  def evaluate(self, runner: inference.Inference, params: Any, step: int) -> dict[str, dict]:
+    """Per-task metrics (name -> float) at `step`, also written to disk."""
+    future, _ = self._evaluator.evaluate(compute_metrics=True, step=int(step),
+                                         **runner.model_fns(params))
+    all_metrics = future.result() or {}
+    out = {}
+    for task, metrics in all_metrics.items():
+      out[task] = {k: s for k, v in metrics.items() if (s := _scalar(v)) is not None}
+    with open(os.path.join(self.output_dir, 'metrics.jsonl'), 'a') as f:
+      for task, metrics in out.items():
+        f.write(json.dumps({'step': int(step), 'task': task, 'metrics': metrics}) + '\n')
+    if self.writer is not None:
+      self.writer.write_scalars(int(step), {f'eval/{task}/{k}': v
+                                            for task, m in out.items() for k, v in m.items()})
+      self.writer.flush()
+    return out

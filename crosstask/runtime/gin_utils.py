@@ -1,0 +1,154 @@
+"""T5X-style gin command lines: --gin_file, --gin.NAME=VALUE, --gin_search_paths.
+
+Every gin error is re-raised naming the file (or flag) it came from, and the
+config in force is written next to the checkpoints.
+"""
+
+import importlib
+import logging
+import os
+import pathlib
+import sys
+from typing import Sequence
+
+import gin
+
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_SEARCH_PATHS = (str(PACKAGE_DIR / 'gin'), str(PACKAGE_DIR / 't5x_configs'),
+                        str(PACKAGE_DIR))
+
+# Modules whose configurables gin files may name; imported before parsing.
+CONFIGURABLE_MODULES = (
+    'crosstask.runtime.train_lib', 'crosstask.runtime.eval_lib', 'crosstask.runtime.infer_lib',
+    'crosstask.runtime.optimizers', 'crosstask.runtime.partitioning',
+    'crosstask.runtime.checkpoints', 'crosstask.runtime.data', 'crosstask.runtime.trainer',
+    'crosstask.models.model', 'crosstask.models.network', 'crosstask.models.config',
+    'crosstask.models', 'crosstask.tasks.vocabularies')
+
+
+class GinConfigError(ValueError):
+  """A gin file or binding that does not parse; the message names its source."""
+
+
+def import_configurables() -> None:
+  for name in CONFIGURABLE_MODULES:
+    try:
+      importlib.import_module(name)
+    except ModuleNotFoundError as e:
+      # A module not written (yet), or data libraries absent: not needed to parse.
+      if e.name is None or not (name.startswith(e.name) or e.name in ('seqio', 'tensorflow')):
+        raise  # A real missing dependency inside an existing module.
+
+
+def split_args(argv: Sequence[str]) -> tuple[list[str], list[str], list[str], dict[str, str]]:
+  """(gin files, bindings, search paths, other --flag=value) from a command line."""
+  files, bindings, paths, other = [], [], [], {}
+  args = list(argv)
+  i = 0
+  while i < len(args):
+    arg = args[i]
+    if not arg.startswith('--'):
+      raise SystemExit(f'Unexpected argument {arg!r}; flags look like --gin_file=FILE.')
+    if '=' in arg:
+      key, value = arg[2:].split('=', 1)
+    else:
+      key = arg[2:]
+      if i + 1 >= len(args):
+        raise SystemExit(f'Flag --{key} needs a value.')
+      value = args[i + 1]
+      i += 1
+    if key == 'gin_file':
+      files.extend(v for v in value.split(',') if v)
+    elif key.startswith('gin.'):
+      bindings.append(f'{key[4:]}={value}')
+    elif key == 'gin_bindings':
+      bindings.append(value)
+    elif key == 'gin_search_paths':
+      paths.extend(v for v in value.split(',') if v)
+    else:
+      other[key] = value
+    i += 1
+  return files, bindings, paths, other
+
+
+def resolve(path: str, search_paths: Sequence[str]) -> str:
+  if os.path.isfile(path):
+    return os.path.abspath(path)
+  for root in search_paths:
+    candidate = os.path.join(root, path)
+    if os.path.isfile(candidate):
+      return candidate
+  raise GinConfigError(f'Gin file {path!r} not found (looked in the working directory and '
+                       f'search paths {list(search_paths)}).')
+
+
+class _QuietSearch(logging.Filter):
+  """Drops gin's 'Path not found' lines: a miss in one search path is not an error."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith('Path not found')
+
+
+logging.getLogger().addFilter(_QuietSearch())
+
+
+def parse(files: Sequence[str], bindings: Sequence[str],
+          search_paths: Sequence[str] = ()) -> None:
+  """Parses files then bindings in order, as T5X does; errors name the culprit."""
+  import_configurables()
+  paths = list(search_paths) + list(DEFAULT_SEARCH_PATHS)
+  for p in paths:
+    gin.add_config_file_search_path(p)
+  for f in files:
+    resolved = resolve(f, paths)
+    try:
+      gin.parse_config_file(resolved)
+    except Exception as e:  # gin raises several types; all mean a bad config.
+      raise GinConfigError(f'Error in gin file {resolved} (--gin_file={f}):\n{e}') from e
+  for b in bindings:
+    try:
+      gin.parse_config(b)
+    except Exception as e:
+      raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}') from e
+  gin.finalize()
+
+
+def call_configured(fn, what: str):
+  """Calls a configured function; gin errors at call time (missing values) are named."""
+  try:
+    return fn()
+  except Exception as e:
+    if type(e).__module__.startswith('gin') or 'gin' in str(e).lower() and 'REQUIRED' in str(e):
+      raise GinConfigError(f'Gin configuration of {what} is incomplete:\n{e}') from e
+    raise
+
+
+def summarize_gin_config(model_dir: str, summary_writer=None, step: int = 0) -> None:
+  """Writes the whole parsed config to MODEL_DIR/config.gin (and to TensorBoard)."""
+  text = gin.config_str()
+  with open(os.path.join(model_dir, 'config.gin'), 'w') as f:
+    f.write(text)
+  if summary_writer is not None:
+    summary_writer.write_texts(step, {'config': gin.markdown(text)})
+
+
+def write_operative_config(model_dir: str) -> None:
+  """The parameters actually used so far (gin's operative config), as T5X writes it."""
+  with open(os.path.join(model_dir, 'operative_config.gin'), 'w') as f:
+    f.write(gin.operative_config_str())
+
+
+def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> None:
+  """Entry-point body: parse the command line, apply side flags, call `fn` via gin."""
+  files, bindings, paths, other = split_args(sys.argv[1:] if argv is None else argv)
+  if 'tfds_data_dir' in other:
+    import seqio
+    seqio.set_tfds_data_dir_override(other.pop('tfds_data_dir'))
+  if other:
+    raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
+  try:
+    parse(files, bindings, paths)
+    call_configured(fn, what)
+  except GinConfigError as e:
+    print(f'ERROR: {e}', file=sys.stderr)
+    raise SystemExit(2)

@@ -1,0 +1,75 @@
+"""`infer(...)`: predictions and scores for a split, one JSON line per example."""
+
+import json
+import os
+from typing import Any
+
+import gin
+import numpy as np
+
+from crosstask.runtime import checkpoints, data, eval_lib, inference, partitioning
+
+
+def _text(ex: dict, key: str, vocab) -> str:
+  raw = ex.get(f'{key}_pretokenized')
+  if raw is not None:
+    return raw.decode('utf-8') if isinstance(raw, bytes) else str(raw)
+  return vocab.decode([int(t) for t in np.asarray(ex[key]).tolist()])
+
+
+@gin.configurable(module='infer_script')
+def infer(*,
+          model: Any = gin.REQUIRED,
+          dataset_cfg: data.DatasetConfig = gin.REQUIRED,
+          restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
+          partitioner: partitioning.Partitioner | None = None,
+          output_dir: str = gin.REQUIRED,
+          num_examples: int | None = None) -> list[str]:
+  """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
+
+  `score` is the model's log-likelihood of its prediction; `target_score` that of
+  the reference target. Returns the files written.
+  """
+  partitioning.initialize_distributed()
+  partitioner = partitioner or partitioning.Partitioner()
+  data.import_tasks(dataset_cfg.module)
+  mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
+  data.check_split(mixture, dataset_cfg.split)
+  template = eval_lib._params_template(model, partitioner, dataset_cfg)  # pylint: disable=protected-access
+  (_, state_dir), = eval_lib.checkpoint_dirs(
+      checkpoints.RestoreCheckpointConfig(restore_checkpoint_cfg.path,
+                                          mode=('latest' if restore_checkpoint_cfg.mode == 'all'
+                                                else restore_checkpoint_cfg.mode)))
+  params = checkpoints.load_params(state_dir, template.abstract_params())
+  runner = inference.Inference(model, partitioner, template.param_shardings,
+                               dataset_cfg.batch_size)
+  converter = data.feature_converter(pack=False)
+  os.makedirs(output_dir, exist_ok=True)
+  written = []
+  tasks = getattr(mixture, 'tasks', None) or [mixture]
+  for task in tasks:
+    if dataset_cfg.split not in task.splits:
+      continue
+    task_ds = task.get_dataset(dict(dataset_cfg.task_feature_lengths), split=dataset_cfg.split,
+                               shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
+    if num_examples:
+      task_ds = task_ds.take(num_examples)
+    model_ds = converter(task_ds, dict(dataset_cfg.task_feature_lengths)).enumerate()
+    preds, aux = runner.predict_with_aux(params, model_ds)
+    target_scores = dict(runner.score(params, model_ds))
+    out_vocab = task.output_features['targets'].vocabulary
+    in_vocab = task.output_features['inputs'].vocabulary
+    path = os.path.join(output_dir, f'{task.name}-{dataset_cfg.split}.jsonl')
+    with open(path, 'w') as f:
+      for (index, tokens), score, ex in zip(preds, aux['scores'], task_ds.as_numpy_iterator()):
+        f.write(json.dumps({
+            'index': index,
+            'inputs': _text(ex, 'inputs', in_vocab),
+            'targets': _text(ex, 'targets', out_vocab),
+            'prediction': out_vocab.decode(tokens),
+            'score': score,
+            'target_score': target_scores[index],
+        }, ensure_ascii=False) + '\n')
+    written.append(path)
+    print(f'Wrote {len(preds)} predictions to {path}', flush=True)
+  return written

@@ -1,0 +1,81 @@
+"""Decoding and scoring over whole datasets, batched and sharded like training.
+
+These are the `predict_fn` / `score_fn` that `seqio.Evaluator` calls with its
+enumerated (index, features) datasets; `crosstask.infer` reuses them.
+"""
+
+from typing import Any, Callable, Iterator
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+
+from crosstask.runtime import partitioning
+
+MODEL_KEYS = ('encoder_input_tokens', 'decoder_input_tokens', 'decoder_target_tokens',
+              'decoder_loss_weights', 'encoder_segment_ids', 'decoder_segment_ids',
+              'encoder_positions', 'decoder_positions')
+
+
+def _to_host(x) -> np.ndarray:
+  if jax.process_count() > 1:
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+  return np.asarray(x)
+
+
+class Inference:
+  """Jitted predict/score for `model` with parameters placed by `param_shardings`."""
+
+  def __init__(self, model: Any, partitioner: partitioning.Partitioner,
+               param_shardings: Any, batch_size: int,
+               decoder_params: dict | None = None):
+    self.model = model
+    self.partitioner = partitioner
+    n = partitioner.data_size
+    self.batch_size = max(n, -(-batch_size // n) * n)  # A multiple of the data axis.
+    data, rep = partitioner.data_sharding, partitioner.replicated
+
+    def predict(params, batch):
+      return model.predict_batch_with_aux(params, batch, decoder_params=decoder_params)
+
+    self._predict = jax.jit(predict, in_shardings=(param_shardings, data),
+                            out_shardings=(data, data))
+    self._score = jax.jit(model.score_batch, in_shardings=(param_shardings, data),
+                          out_shardings=data)
+
+  def _batches(self, ds) -> Iterator[tuple[np.ndarray, dict, int]]:
+    """(indices, padded global batch, real rows) for an enumerated dataset."""
+    for index, feats in ds.batch(self.batch_size).as_numpy_iterator():
+      feats = {k: np.asarray(v) for k, v in feats.items() if k in MODEL_KEYS}
+      n = len(index)
+      if n < self.batch_size:
+        feats = {k: np.concatenate([v, np.zeros((self.batch_size - n,) + v.shape[1:], v.dtype)])
+                 for k, v in feats.items()}
+      yield np.asarray(index), self.partitioner.shard_batch(feats), n
+
+  def predict_with_aux(self, params, ds) -> tuple[list, dict[str, list]]:
+    out, scores = [], []
+    with self.partitioner.context():
+      for index, batch, n in self._batches(ds):
+        tokens, aux = self._predict(params, batch)
+        tokens, s = _to_host(tokens)[:n], _to_host(aux['scores'])[:n]
+        out.extend((int(i), t.tolist()) for i, t in zip(index, tokens))
+        scores.extend(float(x) for x in s)
+    return out, {'scores': scores}
+
+  def predict(self, params, ds) -> list:
+    return self.predict_with_aux(params, ds)[0]
+
+  def score(self, params, ds) -> list:
+    out = []
+    with self.partitioner.context():
+      for index, batch, n in self._batches(ds):
+        s = _to_host(self._score(params, batch))[:n]
+        out.extend((int(i), float(x)) for i, x in zip(index, s))
+    return out
+
+  def model_fns(self, params) -> dict[str, Callable]:
+    """The keyword arguments `seqio.Evaluator.evaluate` takes, bound to `params`."""
+    return {'predict_fn': lambda ds, *_: self.predict(params, ds),
+            'predict_with_aux_fn': lambda ds, *_: self.predict_with_aux(params, ds),
+            'score_fn': lambda ds, *_: self.score(params, ds)}

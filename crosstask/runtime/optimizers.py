@@ -1,0 +1,104 @@
+"""Optimizers and learning-rate schedules with T5X's defaults, all built from optax."""
+
+from typing import Callable
+
+import gin
+import jax.numpy as jnp
+import optax
+
+Schedule = Callable[[jnp.ndarray], jnp.ndarray]
+
+
+@gin.configurable(module='schedules')
+def rsqrt_decay(base_learning_rate: float = 1.0,
+                warmup_steps: int = 10_000,
+                linear_warmup: bool = False) -> Schedule:
+  """T5X's 'constant * rsqrt_decay': base / sqrt(max(step, warmup)).
+
+  With `linear_warmup` the first `warmup_steps` ramp up linearly to the plateau
+  instead of holding it.
+  """
+  def schedule(step):
+    step = jnp.asarray(step, jnp.float32)
+    lr = base_learning_rate * jnp.reciprocal(jnp.sqrt(jnp.maximum(step, warmup_steps)))
+    if linear_warmup and warmup_steps > 0:
+      lr = lr * jnp.minimum(1.0, (step + 1.0) / warmup_steps)
+    return lr
+  return schedule
+
+
+@gin.configurable(module='schedules')
+def constant(base_learning_rate: float = 1e-3, warmup_steps: int = 0) -> Schedule:
+  """A constant rate (T5X fine-tuning uses 1e-3 with Adafactor), optional linear warmup."""
+  if warmup_steps:
+    return optax.join_schedules(
+        [optax.linear_schedule(0.0, base_learning_rate, warmup_steps),
+         optax.constant_schedule(base_learning_rate)], [warmup_steps])
+  return optax.constant_schedule(base_learning_rate)
+
+
+@gin.configurable(module='schedules')
+def linear_decay(base_learning_rate: float = 1e-3,
+                 total_steps: int = gin.REQUIRED,
+                 warmup_steps: int = 0,
+                 end_learning_rate: float = 0.0) -> Schedule:
+  """Linear warmup then linear decay to `end_learning_rate` at `total_steps`."""
+  return optax.join_schedules(
+      [optax.linear_schedule(0.0, base_learning_rate, warmup_steps),
+       optax.linear_schedule(base_learning_rate, end_learning_rate,
+                             max(total_steps - warmup_steps, 1))],
+      [warmup_steps])
+
+
+@gin.configurable(module='optimizers')
+def adafactor(learning_rate: Schedule | float | None = None,
+              decay_rate: float = 0.8,
+              clipping_threshold: float | None = 1.0,
+              multiply_by_parameter_scale: bool = True,
+              min_dim_size_to_factor: int = 128,
+              momentum: float | None = None,
+              weight_decay_rate: float | None = None) -> optax.GradientTransformation:
+  """Adafactor as T5X runs it: factored second moments, update clipping, parameter scale."""
+  return optax.adafactor(
+      learning_rate=learning_rate if learning_rate is not None else rsqrt_decay(),
+      decay_rate=decay_rate,
+      clipping_threshold=clipping_threshold,
+      multiply_by_parameter_scale=multiply_by_parameter_scale,
+      min_dim_size_to_factor=min_dim_size_to_factor,
+      momentum=momentum,
+      weight_decay_rate=weight_decay_rate)
+
+
+@gin.configurable(module='optimizers')
+def adamw(learning_rate: Schedule | float | None = None,
+          b1: float = 0.9,
+          b2: float = 0.999,
+          eps: float = 1e-8,
+          weight_decay: float = 1e-4) -> optax.GradientTransformation:
+  """AdamW with decoupled weight decay."""
+  return optax.adamw(
+      learning_rate=learning_rate if learning_rate is not None else constant(),
+      b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
+
+
+@gin.configurable(module='optimizers')
+def create_optimizer(optimizer_fn: Callable[..., optax.GradientTransformation] = adafactor,
+                     learning_rate: Schedule | float | None = None,
+                     grad_clip_norm: float | None = None,
+                     accumulate_steps: int = 1) -> tuple[optax.GradientTransformation, Schedule]:
+  """The optimizer and its schedule (kept for logging), plus clipping and accumulation.
+
+  `optimizer_fn` is an uncalled factory (`@optimizers.adamw`) that receives the
+  schedule, so the logged rate is the one applied. `accumulate_steps` > 1 wraps it
+  in `optax.MultiSteps`: parameters change every k steps, each step consuming one
+  batch; to split one batch inside a step use the trainer's `num_microbatches`.
+  """
+  if learning_rate is None:
+    learning_rate = rsqrt_decay()
+  schedule = learning_rate if callable(learning_rate) else optax.constant_schedule(learning_rate)
+  tx = optimizer_fn(learning_rate=schedule)
+  if grad_clip_norm:
+    tx = optax.chain(optax.clip_by_global_norm(grad_clip_norm), tx)
+  if accumulate_steps > 1:
+    tx = optax.MultiSteps(tx, every_k_schedule=accumulate_steps)
+  return tx, schedule

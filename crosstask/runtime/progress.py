@@ -1,0 +1,49 @@
+"""What a researcher watches: console progress and TensorBoard scalars."""
+
+import time
+from typing import Mapping
+
+from absl import logging
+from clu import metric_writers
+import jax
+import numpy as np
+
+
+def writer(log_dir: str) -> metric_writers.MetricWriter:
+  """TensorBoard (and console-free) summaries, written by process 0 only."""
+  return metric_writers.create_default_writer(
+      log_dir, just_logging=jax.process_index() > 0, asynchronous=False)
+
+
+class Progress:
+  """Averages step metrics between reports and derives steps/s, tokens/s and ETA."""
+
+  def __init__(self, total_steps: int, start_step: int, writer, every: int = 10,
+               echo=print):
+    self.total, self.every, self.writer, self.echo = total_steps, every, writer, echo
+    self._t, self._step0, self._sums, self._n = time.time(), start_step, {}, 0
+
+  def update(self, step: int, metrics: Mapping[str, float]) -> None:
+    for k, v in metrics.items():
+      self._sums[k] = self._sums.get(k, 0.0) + float(np.asarray(v))
+    self._n += 1
+    if step % self.every and step != self.total:
+      return
+    now = time.time()
+    steps = step - self._step0
+    dt = max(now - self._t, 1e-9)
+    avg = {k: v / self._n for k, v in self._sums.items()}
+    sps = steps / dt
+    tokens = self._sums.get('nonpadding_tokens', 0.0) / dt
+    eta = (self.total - step) / sps if sps > 0 else float('nan')
+    scalars = {f'train/{k}': v for k, v in avg.items()}
+    scalars.update({'train/steps_per_sec': sps, 'train/tokens_per_sec': tokens})
+    self.writer.write_scalars(step, scalars)
+    self.writer.flush()
+    line = (f'step {step}/{self.total}  loss {avg.get("loss", float("nan")):.4f}  '
+            f'lr {avg.get("learning_rate", float("nan")):.3g}  {sps:.2f} steps/s  '
+            f'{tokens:.0f} tokens/s  ETA {eta:.0f}s')
+    if jax.process_index() == 0:
+      self.echo(line, flush=True)
+    logging.info(line)
+    self._t, self._step0, self._sums, self._n = now, step, {}, 0

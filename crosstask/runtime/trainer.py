@@ -1,0 +1,135 @@
+"""The train state and the jitted, sharded train step.
+
+The state is a plain dict {'step', 'params', 'opt_state'} so orbax saves it as is.
+Parameters are placed by the logical-axis rules; the optimizer state takes the
+placement XLA propagates from them, read back from the compiled initialiser.
+"""
+
+import functools
+from typing import Any, Callable, Mapping
+
+import flax.linen as nn
+import gin
+import jax
+import jax.numpy as jnp
+import optax
+
+from crosstask.runtime import partitioning
+
+State = dict[str, Any]
+
+
+def _average(tree):
+  return jax.tree.map(lambda x: jnp.mean(x, axis=0), tree)
+
+
+@gin.configurable(module='trainer')
+class Trainer:
+  """Builds, shards and steps the train state of `model` on `partitioner`'s mesh."""
+
+  def __init__(self, model: Any, partitioner: partitioning.Partitioner,
+               optimizer: optax.GradientTransformation,
+               learning_rate_fn: Callable[[Any], Any],
+               input_shapes: Mapping[str, tuple[int, ...]],
+               num_microbatches: int = 1):
+    self.model = model
+    self.partitioner = partitioner
+    self.optimizer = optimizer
+    self.learning_rate_fn = learning_rate_fn
+    self.input_shapes = dict(input_shapes)
+    self.num_microbatches = num_microbatches
+    boxed = jax.eval_shape(self._boxed_params, jax.random.key(0))
+    with partitioner.context():
+      self.param_shardings = partitioner.logical_to_sharding(boxed)
+    self._init = jax.jit(self._init_state)
+    self._state_shardings = None
+    self._step = None
+
+  def _boxed_params(self, rng):
+    return self.model.get_initial_variables(rng, self.input_shapes)['params']
+
+  def _init_state(self, rng) -> State:
+    params = nn.unbox(self._boxed_params(rng))
+    params = jax.lax.with_sharding_constraint(params, self.param_shardings)
+    return {'step': jnp.zeros((), jnp.int32), 'params': params,
+            'opt_state': self.optimizer.init(params)}
+
+  @property
+  def state_shardings(self) -> State:
+    if self._state_shardings is None:
+      with self.partitioner.context():
+        compiled = self._init.lower(jax.random.key(0)).compile()
+      self._state_shardings = compiled.output_shardings
+    return self._state_shardings
+
+  def abstract_state(self) -> State:
+    shapes = jax.eval_shape(self._init_state, jax.random.key(0))
+    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                        shapes, self.state_shardings)
+
+  def abstract_params(self) -> Any:
+    return self.abstract_state()['params']
+
+  def init_state(self, seed: int) -> State:
+    with self.partitioner.context():
+      return jax.jit(self._init_state, out_shardings=self.state_shardings)(
+          jax.random.key(seed))
+
+  def state_from_params(self, params: Any) -> State:
+    """A fresh optimizer state around given (e.g. fine-tuning) parameters."""
+    def build(p):
+      return {'step': jnp.zeros((), jnp.int32), 'params': p, 'opt_state': self.optimizer.init(p)}
+    with self.partitioner.context():
+      return jax.jit(build, out_shardings=self.state_shardings)(params)
+
+  def _grads(self, params, batch, dropout_rng):
+    grad_fn = jax.value_and_grad(self.model.loss_fn, has_aux=True)
+    if self.num_microbatches <= 1:
+      (_, metrics), grads = grad_fn(params, batch, dropout_rng)
+      return grads, metrics
+    k = self.num_microbatches
+    micro = jax.tree.map(lambda x: x.reshape((k, x.shape[0] // k) + x.shape[1:]), batch)
+
+    def body(acc, xs):
+      mb, i = xs
+      (_, metrics), grads = grad_fn(params, mb, jax.random.fold_in(dropout_rng, i))
+      return jax.tree.map(jnp.add, acc, grads), metrics
+
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    grads, metrics = jax.lax.scan(body, zeros, (micro, jnp.arange(k)))
+    grads = jax.tree.map(lambda g: g / k, grads)
+    metrics = _average(metrics)
+    if 'nonpadding_tokens' in metrics:
+      metrics['nonpadding_tokens'] = metrics['nonpadding_tokens'] * k
+    return grads, metrics
+
+  def _train_step(self, state: State, batch, rng) -> tuple[State, dict]:
+    dropout_rng = jax.random.fold_in(rng, state['step'])
+    grads, metrics = self._grads(state['params'], batch, dropout_rng)
+    updates, opt_state = self.optimizer.update(grads, state['opt_state'], state['params'])
+    params = optax.apply_updates(state['params'], updates)
+    metrics = dict(metrics)
+    metrics['learning_rate'] = jnp.asarray(self.learning_rate_fn(state['step']), jnp.float32)
+    metrics['grad_norm'] = optax.global_norm(grads)
+    return {'step': state['step'] + 1, 'params': params, 'opt_state': opt_state}, metrics
+
+  def train_step(self, state: State, batch: Mapping[str, jax.Array], rng) -> tuple[State, dict]:
+    if self._step is None:
+      batch_shardings = {k: self.partitioner.data_sharding for k in batch}
+      self._step = jax.jit(
+          self._train_step,
+          in_shardings=(self.state_shardings, batch_shardings, self.partitioner.replicated),
+          out_shardings=(self.state_shardings, self.partitioner.replicated),
+          donate_argnums=(0,))
+    with self.partitioner.context():
+      return self._step(state, batch, rng)
+
+  def loss_and_grads(self, params, batch, rng=None):
+    """Loss, metrics and gradients without an update (for parity checks)."""
+    rng = jax.random.key(0) if rng is None else rng
+
+    def f(p, b):
+      (loss, metrics), grads = jax.value_and_grad(self.model.loss_fn, has_aux=True)(p, b, rng)
+      return loss, metrics, grads
+    with self.partitioner.context():
+      return jax.jit(f)(params, batch)
