@@ -151,3 +151,43 @@ def read_records(split: str, root: pathlib.Path | None = None, on_bad_row: str =
   if split == FULL_SPLIT:
     return read_full(root, on_bad_row, bad)
   return read_benchmark(split, root, on_bad_row, bad)
+
+
+# ------------------------------------------------------------------------- writers
+
+
+def _check_writable(record: dict) -> list[str]:
+  values = [record["title"], record["abstract"], F.KEYWORD_SEP.join(record["keywords"]),
+            record["category"], record["discipline"]]
+  for v in values:
+    if not v or "\t" in v or "\n" in v:
+      raise ValueError(f"cannot write field value {v!r}: empty or contains a tab/newline")
+  return values
+
+
+def write_benchmark(records: list[dict], root: pathlib.Path, split: str) -> dict[str, pathlib.Path]:
+  """Writes records as the four official benchmark files of `split` under `root`."""
+  files = benchmark_files(split, root)
+  rows = {t: [] for t in BENCHMARK_TASKS}
+  for r in records:
+    title, abstract, keywords, category, discipline = _check_writable(r)
+    rows["ts"].append(("to title", abstract, title))
+    rows["kg"].append(("to keywords", f"{abstract} {title}", keywords))
+    rows["cls_ctg"].append(("to category", title, category))
+    rows["cls_dcp"].append(("to discipline", abstract, discipline))
+  for t, path in files.items():
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join("\t".join(row) + "\n" for row in rows[t]), encoding="utf-8")
+  return files
+
+
+def write_full(records: list[dict], root: pathlib.Path) -> pathlib.Path:
+  """Writes records in the full-dataset form (`csl/csl_camera_readly.tsv`)."""
+  path = root / "csl" / FULL_FILE
+  path.parent.mkdir(parents=True, exist_ok=True)
+  lines = []
+  for r in records:
+    title, abstract, keywords, category, discipline = _check_writable(r)
+    lines.append("\t".join((title, abstract, keywords, discipline, category)) + "\n")
+  path.write_text("".join(lines), encoding="utf-8")
+  return path
