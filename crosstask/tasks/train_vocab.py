@@ -1,0 +1,175 @@
+r"""Trains a T5-layout SentencePiece vocabulary from task text and/or text files.
+
+  python -m crosstask.tasks.train_vocab --task=csl_ts --split=train \
+      --text_file=extra.txt --vocab_size=32000 --extra_ids=100 --output=/tmp/csl
+
+writes /tmp/csl.model and /tmp/csl.vocab with pad=0, eos=1, unk=2, no bos and
+byte fallback; `seqio.SentencePieceVocabulary("/tmp/csl.model", extra_ids=100)`
+then puts the 100 sentinels on top (`--extra_ids` is checked that way here;
+the .model itself holds no sentinels, as in T5).
+
+Task text is the 'inputs'/'targets' strings a task has just before
+tokenization: its source dataset through the preprocessors that come before
+`seqio.preprocessors.tokenize` (or `tokenize_and_append_eos`).
+"""
+
+import argparse
+import difflib
+import functools
+import importlib
+import itertools
+import os
+import pathlib
+import sys
+from typing import Iterable, Iterator, Optional, Sequence
+
+import sentencepiece as spm
+import seqio
+
+DEFAULT_MODULES = ("crosstask.tasks",)
+_TOKENIZE_STEPS = (seqio.preprocessors.tokenize,
+                   seqio.preprocessors.tokenize_and_append_eos)
+
+
+def get_task(name: str) -> seqio.Task:
+  """The registered task `name`; an error listing close matches otherwise."""
+  names = sorted(seqio.TaskRegistry.names())
+  if name not in names:
+    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else (
+        f"; {len(names)} tasks are registered")
+    raise ValueError(f"unknown task {name!r}{hint}")
+  return seqio.get_mixture_or_task(name)
+
+
+def _is_tokenize_step(fn) -> bool:
+  while isinstance(fn, functools.partial):
+    fn = fn.func
+  return fn in _TOKENIZE_STEPS
+
+
+def pre_tokenize_steps(task: seqio.Task) -> list:
+  """The task's preprocessors before its first tokenize step (placeholders dropped)."""
+  steps = []
+  for fn in task.preprocessors:
+    if _is_tokenize_step(fn):
+      break
+    if not isinstance(fn, seqio.CacheDatasetPlaceholder):
+      steps.append(fn)
+  return steps
+
+
+def task_texts(task_name: str, split: str = "train",
+               features: Sequence[str] = ("inputs", "targets")) -> Iterator[str]:
+  """The untokenized `features` strings of every example of a task split."""
+  task = get_task(task_name)
+  splits = list(task.source.splits)
+  if split not in splits:
+    raise ValueError(f"task {task_name!r} has no split {split!r}; it has {splits}")
+  ds = task.source.get_dataset(split=split, shuffle=False)
+  for fn in pre_tokenize_steps(task):
+    fn = seqio.utils.add_kwargs_to_transform(
+        fn, sequence_length=None, output_features=task.output_features)
+    ds = fn(ds)
+  spec = ds.element_spec
+  keys = [k for k in features if k in spec and spec[k].dtype.name == "string"]
+  if not keys:
+    raise ValueError(f"task {task_name!r}: none of the features {list(features)} "
+                     f"is a string before tokenization (found {sorted(spec)})")
+  for example in ds.as_numpy_iterator():
+    for key in keys:
+      value = example[key]
+      yield value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def file_texts(path: str) -> Iterator[str]:
+  """One text per line of a UTF-8 file."""
+  file = pathlib.Path(path)
+  if not file.is_file():
+    raise FileNotFoundError(f"--text_file {path!r} does not exist")
+  with open(file, encoding="utf-8") as f:
+    for line in f:
+      yield line.rstrip("\n")
+
+
+def train(texts: Iterable[str], output: str, *, vocab_size: int,
+          character_coverage: float = 0.9995, max_sentences: Optional[int] = None,
+          model_type: str = "unigram") -> str:
+  """Trains SentencePiece on `texts` (first `max_sentences` non-empty); returns the .model path."""
+  sentences = (t.replace("\n", " ") for t in texts if t.strip())
+  if max_sentences:
+    sentences = itertools.islice(sentences, max_sentences)
+  sentences = list(sentences)
+  if not sentences:
+    raise ValueError("no text to train on: the tasks and files gave no non-empty lines")
+  prefix = pathlib.Path(output)
+  prefix.parent.mkdir(parents=True, exist_ok=True)
+  spm.SentencePieceTrainer.train(
+      sentence_iterator=iter(sentences),
+      model_prefix=str(prefix),
+      vocab_size=vocab_size,
+      model_type=model_type,
+      character_coverage=character_coverage,
+      byte_fallback=True,
+      pad_id=0, eos_id=1, unk_id=2, bos_id=-1,  # T5 layout
+      pad_piece="<pad>", eos_piece="</s>", unk_piece="<unk>",
+      max_sentence_length=1 << 16,
+      num_threads=os.cpu_count() or 1,
+      minloglevel=2,
+  )
+  return f"{prefix}.model"
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog="python -m crosstask.tasks.train_vocab",
+                              description=__doc__.split("\n\n")[0])
+  p.add_argument("--task", action="append", default=[],
+                 help="registered SeqIO task to read (repeatable)")
+  p.add_argument("--split", default="train")
+  p.add_argument("--text_file", action="append", default=[],
+                 help="UTF-8 file, one text per line (repeatable)")
+  p.add_argument("--output", required=True, help="model prefix: writes PREFIX.model/.vocab")
+  p.add_argument("--vocab_size", type=int, default=32000,
+                 help="pieces in the .model (sentinels come on top)")
+  p.add_argument("--extra_ids", type=int, default=0,
+                 help="sentinels seqio adds on top; checked by loading the result")
+  p.add_argument("--character_coverage", type=float, default=0.9995)
+  p.add_argument("--max_sentences", type=int, default=0, help="0: all")
+  p.add_argument("--model_type", default="unigram", choices=["unigram", "bpe"])
+  p.add_argument("--module", action="append", default=None,
+                 help="module to import to register tasks (repeatable; default "
+                 f"{', '.join(DEFAULT_MODULES)} when a --task is not registered yet)")
+  return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> str:
+  """Runs the command; returns the path of the written .model."""
+  args = _parser().parse_args(argv)
+  if not args.task and not args.text_file:
+    raise SystemExit("give --task and/or --text_file")
+  registered = set(seqio.TaskRegistry.names())
+  if args.module or any(name not in registered for name in args.task):
+    for module in args.module or DEFAULT_MODULES:
+      importlib.import_module(module)
+  for name in args.task:
+    get_task(name)  # fail before reading anything
+  for path in args.text_file:
+    if not pathlib.Path(path).is_file():
+      raise FileNotFoundError(f"--text_file {path!r} does not exist")
+  texts = itertools.chain(
+      *(task_texts(name, args.split) for name in args.task),
+      *(file_texts(path) for path in args.text_file))
+  path = train(texts, args.output, vocab_size=args.vocab_size,
+               character_coverage=args.character_coverage,
+               max_sentences=args.max_sentences or None, model_type=args.model_type)
+  vocab = seqio.SentencePieceVocabulary(path, extra_ids=args.extra_ids)
+  print(f"wrote {path}: {vocab.vocab_size} ids with extra_ids={args.extra_ids} "
+        f"(pad={vocab.pad_id} eos={vocab.eos_id} unk={vocab.unk_id})")
+  return path
+
+
+if __name__ == "__main__":
+  try:
+    main()
+  except (ValueError, FileNotFoundError, RuntimeError) as e:
+    sys.exit(f"error: {e}")
