@@ -7,7 +7,7 @@ with `model.safetensors.index.json`) or `pytorch_model.bin`; the latter is read 
 Output layer: HF T5 1.0 ties lm_head to the embedding and rescales the decoder output
 by d_model**-0.5 (`logits_via_embedding=True` here). When HF does not rescale
 (`tie_word_embeddings: false` in transformers 4 configs, `scale_decoder_outputs:
-false` in transformers 5) the output layer is imported as an untied `logits_dense`
+false` in transformers 5, and always for model_type mt5) the output layer is imported as an untied `logits_dense`
 copied from `lm_head.weight`, or from `shared.weight` when the file has no lm_head.
 """
 
@@ -40,7 +40,10 @@ def config_from_hf(hf: Mapping, *, dtype: str = "float32") -> TransformerConfig:
     activations = ({"gelu": "gelu_exact", "gelu_new": "gelu"}.get(proj, proj),)
   else:
     raise ValueError(f"config.json feed_forward_proj={proj!r} is not 'ACT' or 'gated-ACT'")
-  scaled = hf.get("scale_decoder_outputs", hf.get("tie_word_embeddings", True))
+  if hf.get("model_type") == "mt5":
+    scaled = False  # HF MT5 never rescales, whatever tie_word_embeddings says
+  else:
+    scaled = hf.get("scale_decoder_outputs", hf.get("tie_word_embeddings", True))
   return TransformerConfig(
       vocab_size=hf["vocab_size"], d_model=hf["d_model"], d_ff=hf["d_ff"],
       num_heads=hf["num_heads"], d_kv=hf["d_kv"], num_encoder_layers=hf["num_layers"],
