@@ -1,0 +1,39 @@
+"""Lists registered tasks and mixtures: `python -m crosstask.tasks --list [FILTER ...]`.
+
+A filter is a substring (`csl_zh`) or a shell pattern (`csl_*_to_title`); a name
+is shown when it matches any filter. Counts come last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+
+
+def _matches(name: str, filters: list[str]) -> bool:
+  return not filters or any(f in name or fnmatch.fnmatchcase(name, f) for f in filters)
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(prog="python -m crosstask.tasks", description=__doc__)
+  parser.add_argument("--list", nargs="*", metavar="FILTER", default=None,
+                      help="list tasks and mixtures whose names match any FILTER")
+  args = parser.parse_args(argv)
+  if args.list is None:
+    parser.print_help()
+    return 2
+  import seqio  # pylint: disable=g-import-not-at-top
+  import crosstask.tasks  # pylint: disable=g-import-not-at-top,unused-import
+  tasks = sorted(n for n in seqio.TaskRegistry.names() if _matches(n, args.list))
+  mixtures = sorted(n for n in seqio.MixtureRegistry.names() if _matches(n, args.list))
+  for name in tasks:
+    print(f"task     {name}")
+  for name in mixtures:
+    print(f"mixture  {name}  ({len(seqio.get_mixture_or_task(name).tasks)} tasks)")
+  print(f"{len(tasks)} tasks, {len(mixtures)} mixtures")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
