@@ -79,7 +79,7 @@ def format_rows(rows: list[dict]) -> str:
   for row in rows:
     metrics = "  ".join(f"{k}={v:.1f}" for k, v in row.items()
                         if k not in ("task", "baseline", "examples"))
-    lines.append(f"{row["task"]:<40} {row['baseline']:<22} n={row['examples']:<5} {metrics}")
+    lines.append(f"{row['task']:<40} {row['baseline']:<22} n={row['examples']:<5} {metrics}")
   return "\n".join(lines)
 
 
