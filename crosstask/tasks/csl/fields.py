@@ -133,10 +133,11 @@ def parse_fields(text: str, fields: Sequence[str], lang: str) -> dict:
     body = text.strip()
     return {f: _typed(f, body[len(label):] if body.startswith(label) else body)}
   starts = {}
-  for i, f in enumerate(fields):
+  lead = len(text) - len(text.lstrip())
+  for f in fields:
     m = marker(f, lang, first=True)
-    if i == 0 and text.lstrip().startswith(m):
-      starts[f] = (len(text) - len(text.lstrip()), len(m))
+    if text.startswith(m, lead):  # any field may come first in a garbled prediction
+      starts[f] = (lead, len(m))
       continue
     m = marker(f, lang, first=False)
     pos = text.find(m)

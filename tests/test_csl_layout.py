@@ -1,0 +1,57 @@
+"""CSL field layouts: prompts, and parse round-trip for every output field set."""
+
+import itertools
+
+import pytest
+
+from crosstask.tasks.csl import fields as F
+
+RECORD = {
+    "title": "基于；改进算法的研究: 以“标题：”为例",
+    "abstract": "提出一种新方法；结果表明, 效果较好; Keywords: 不是字段。",
+    "keywords": ["深度学习", "关键词：示例", "Title: x"],
+    "category": "工学",
+    "discipline": "计算机科学与技术",
+}
+OUTPUT_SETS = [c for n in range(1, 6) for c in itertools.combinations(F.FIELDS, n)]
+
+
+def test_prompts():
+  assert F.prompt(["abstract"], ["title"], "zh") == "摘要->标题"
+  assert F.prompt(["discipline", "abstract"], ["keywords"], "zh") == "摘要+学科->关键词"
+  assert F.prompt(["abstract"], ["category", "title"], "zh") == "摘要->标题+门类"
+  assert F.prompt(["abstract"], ["title"], "en") == "Abstract -> Title"
+  with pytest.raises(ValueError, match="inputs"):
+    F.prompt(["summary"], ["title"], "zh")
+
+
+@pytest.mark.parametrize("lang", F.LANGS)
+@pytest.mark.parametrize("outputs", OUTPUT_SETS, ids="+".join)
+def test_parse_round_trip(outputs, lang):
+  text = F.format_fields(RECORD, outputs, lang)
+  parsed = F.parse_fields(text, outputs, lang)
+  expected = {f: F.parse_fields(F.value_text(f, RECORD[f]), [f], lang)[f] for f in outputs}
+  assert parsed == expected
+  assert parsed["keywords" if "keywords" in outputs else outputs[0]]
+  if "keywords" in outputs:
+    assert parsed["keywords"] == ["深度学习", "关键词：示例", "Title: x"]
+  for f in set(outputs) & {"category", "discipline"}:
+    assert parsed[f] == RECORD[f]
+
+
+def test_multi_field_layout_is_labelled():
+  text = F.format_fields(RECORD, ["title", "keywords"], "zh")
+  assert text.startswith("标题：") and "；关键词：深度学习_" in text
+  assert F.format_fields(RECORD, ["keywords"], "zh").startswith("深度学习_")
+
+
+@pytest.mark.parametrize("text", ["", "随便写的", "关键词：a_b；标题：", "；学科：；门类：", b"\xff\xfe"])
+def test_malformed_predictions_parse_leniently(text):
+  parsed = F.parse_fields(text, ["title", "keywords", "discipline"], "zh")
+  assert set(parsed) == {"title", "keywords", "discipline"}
+  assert isinstance(parsed["keywords"], list)
+
+
+def test_out_of_order_fields_still_parse():
+  parsed = F.parse_fields("学科：数学；标题：某研究", ["title", "discipline"], "zh")
+  assert parsed == {"title": "某研究", "discipline": "数学"}
