@@ -1,7 +1,10 @@
 """Metrics: hand-computed small cases, and the official definitions on CSL dev data."""
 
 import collections
+import os
 import math
+import subprocess
+import sys
 import unicodedata
 
 from nltk.translate import bleu_score
@@ -267,3 +270,12 @@ def test_csl_ctg_rule_baseline_accuracy_and_macro_f1(official_data):
   correct = sum(t == p for t, p in zip(targets, predictions))
   assert ev.accuracy(targets, predictions)["accuracy"] == pytest.approx(100 * correct / 1000)
   assert correct > 443  # beats the majority class (443 工学) on this dev set
+
+
+def test_package_import_stays_light():
+  # `python -m crosstask.eval` must start fast: no jax, TensorFlow, seqio or nltk.
+  code = ("import sys, crosstask.eval; print(sorted({m.split('.')[0] for m in sys.modules}"
+          " & {'jax', 'tensorflow', 'seqio', 'nltk', 'rouge_score', 'torch'}))")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+  assert out.stdout.strip() == "[]"

@@ -3,8 +3,6 @@
 from typing import Sequence
 import warnings
 
-from nltk.translate import bleu_score
-
 from crosstask.eval import _checks
 from crosstask.eval import tokenizers as tok
 
@@ -28,6 +26,7 @@ def bleu(
   punctuation dropped), "bert4keras" (every non-space character, as bert4keras
   itself) or "word".
   """
+  from nltk.translate import bleu_score  # pylint: disable=g-import-not-at-top  # slow import
   _checks.check_pairs(targets, predictions, "bleu")
   fn = tok.get_tokenizer(tokenizer)
   smoothing = bleu_score.SmoothingFunction().method1

@@ -27,8 +27,8 @@ def keyword_list(value: Keywords, field: str = "keywords", index: int = 0) -> li
     raise TypeError(f"{field}[{index}] is {type(value).__name__}; expected a list "
                     f"of keywords or a {SEPARATOR!r}-joined string")
   out = []
-  for item in items:
-    _checks.check_text(item, "keywords", f"{field}[{index}]", len(out))
+  for position, item in enumerate(items):
+    _checks.check_text(item, "keywords", f"{field}[{index}]", position)
     keyword = normalize_keyword(item)
     if keyword:
       out.append(keyword)

@@ -2,8 +2,6 @@
 
 from typing import Sequence
 
-from rouge_score import rouge_scorer
-
 from crosstask.eval import _checks
 from crosstask.eval import tokenizers as tok
 
@@ -35,6 +33,7 @@ def rouge(
   Not the `rouge` PyPI package the CSL scripts call: that one counts unique
   n-grams and weights rouge-l's F by beta = P/R, so its numbers differ a little.
   """
+  from rouge_score import rouge_scorer  # pylint: disable=g-import-not-at-top  # imports nltk
   _checks.check_pairs(targets, predictions, "rouge")
   scorer = rouge_scorer.RougeScorer(list(score_keys),
                                     tokenizer=_Tokenizer(tokenizer))

@@ -4,16 +4,14 @@ rouge-score's default tokenizer keeps only [a-z0-9] runs and so drops every
 Chinese character; these tokenizers give Chinese a token per character.
 """
 
+import functools
 import re
 import unicodedata
 from typing import Callable
 
-from rouge_score import tokenizers as _rouge_tokenizers
-
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 # One CJK ideograph, or a run of other letters/digits (no underscore).
 _CHAR_TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
-_WORD_TOKENIZER = _rouge_tokenizers.DefaultTokenizer(use_stemmer=False)
 
 
 def char_tokens(text: str) -> list[str]:
@@ -26,9 +24,16 @@ def char_tokens(text: str) -> list[str]:
   return _CHAR_TOKEN.findall(text)
 
 
+@functools.cache
+def _word_tokenizer():
+  # rouge-score imports nltk (seconds); only pay for it when words are asked for.
+  from rouge_score import tokenizers  # pylint: disable=g-import-not-at-top
+  return tokenizers.DefaultTokenizer(use_stemmer=False)
+
+
 def word_tokens(text: str) -> list[str]:
   """rouge-score's default English tokenizer (lower-cased [a-z0-9] runs)."""
-  return _WORD_TOKENIZER.tokenize(text)
+  return _word_tokenizer().tokenize(text)
 
 
 def bert4keras_tokens(text: str) -> list[str]:

@@ -99,13 +99,13 @@ def train(texts: Iterable[str], output: str, *, vocab_size: int,
   sentences = (t.replace("\n", " ") for t in texts if t.strip())
   if max_sentences:
     sentences = itertools.islice(sentences, max_sentences)
-  sentences = list(sentences)
-  if not sentences:
+  first = next(sentences, None)
+  if first is None:
     raise ValueError("no text to train on: the tasks and files gave no non-empty lines")
   prefix = pathlib.Path(output)
   prefix.parent.mkdir(parents=True, exist_ok=True)
   spm.SentencePieceTrainer.train(
-      sentence_iterator=iter(sentences),
+      sentence_iterator=itertools.chain([first], sentences),
       model_prefix=str(prefix),
       vocab_size=vocab_size,
       model_type=model_type,
