@@ -19,10 +19,6 @@ from crosstask.runtime import partitioning
 State = dict[str, Any]
 
 
-def _average(tree):
-  return jax.tree.map(lambda x: jnp.mean(x, axis=0), tree)
-
-
 @gin.configurable(module='trainer')
 class Trainer:
   """Builds, shards and steps the train state of `model` on `partitioner`'s mesh."""
@@ -95,12 +91,12 @@ class Trainer:
       (_, metrics), grads = grad_fn(params, mb, jax.random.fold_in(dropout_rng, i))
       return jax.tree.map(jnp.add, acc, grads), metrics
 
+    # Losses are sums over tokens (T5X), so the batch gradient is the sum of the
+    # microbatch gradients; only ratios (accuracy) are averaged.
     zeros = jax.tree.map(jnp.zeros_like, params)
     grads, metrics = jax.lax.scan(body, zeros, (micro, jnp.arange(k)))
-    grads = jax.tree.map(lambda g: g / k, grads)
-    metrics = _average(metrics)
-    if 'nonpadding_tokens' in metrics:
-      metrics['nonpadding_tokens'] = metrics['nonpadding_tokens'] * k
+    metrics = {name: jnp.mean(v) if name == 'accuracy' else jnp.sum(v)
+               for name, v in metrics.items()}
     return grads, metrics
 
   def _train_step(self, state: State, batch, rng) -> tuple[State, dict]:

@@ -1,0 +1,40 @@
+"""Starting the entry points as real subprocesses on the tiny test config."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+TESTS = pathlib.Path(__file__).resolve().parent
+REPO = TESTS.parent
+TINY = str(TESTS / 'runtime_configs' / 'tiny_model.gin')
+
+
+def env() -> dict[str, str]:
+  e = dict(os.environ)
+  e.update(JAX_PLATFORMS='cpu', XLA_FLAGS='--xla_force_host_platform_device_count=8',
+           TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1',
+           PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]))
+  return e
+
+
+def task_flags(feature_len: int = 16) -> list[str]:
+  return ["--gin.MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
+          "--gin.MIXTURE_OR_TASK_MODULE='runtime_helpers'",
+          f"--gin.TASK_FEATURE_LENGTHS={{'inputs': {feature_len}, 'targets': {feature_len}}}"]
+
+
+def train_cmd(model_dir, steps: int, *extra: str, run_gin: str = 'runs/finetune.gin') -> list[str]:
+  return [sys.executable, '-m', 'crosstask.train', f'--gin_file={TINY}',
+          f'--gin_file={run_gin}', f"--gin.MODEL_DIR='{model_dir}'",
+          f'--gin.TRAIN_STEPS={steps}', '--gin.BATCH_SIZE=8', *task_flags(), *extra]
+
+
+def start(cmd: list[str], log_path) -> subprocess.Popen:
+  log = open(log_path, 'w')
+  return subprocess.Popen(cmd, cwd=REPO, env=env(), stdout=log, stderr=subprocess.STDOUT)
+
+
+def run(cmd: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+  return subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True,
+                        timeout=timeout)

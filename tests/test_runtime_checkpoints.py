@@ -1,0 +1,75 @@
+"""Orbax checkpoints: data position saved, half-written steps ignored, shapes checked."""
+
+import shutil
+
+import flax.linen as nn
+import jax
+import numpy as np
+import optax
+import pytest
+import seqio
+
+from crosstask.models import config as config_lib
+from crosstask.models import model as model_lib
+from crosstask.models import network
+from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as trainer_lib
+
+SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+
+
+def _trainer(d_model: int = 32) -> trainer_lib.Trainer:
+  cfg = config_lib.TransformerConfig(
+      vocab_size=264, d_model=d_model, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
+      num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
+  vocab = seqio.ByteVocabulary()
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+  return trainer_lib.Trainer(model, partitioning.Partitioner(num_partitions=2), tx, sched,
+                             SHAPES)
+
+
+@pytest.fixture(scope='module')
+def saved(tmp_path_factory):
+  """A model dir with complete checkpoints at steps 1 and 2."""
+  model_dir = tmp_path_factory.mktemp('ckpt')
+  trainer = _trainer()
+  state = trainer.init_state(seed=0)
+  mgr = checkpoints.manager(str(model_dir))
+  checkpoints.save(mgr, 1, state, batches_consumed=1)
+  checkpoints.save(mgr, 2, state, batches_consumed=2)
+  mgr.wait_until_finished()
+  mgr.close()
+  return model_dir, trainer, jax.device_get(state)
+
+
+def test_restore_gives_state_and_data_position(saved):
+  model_dir, trainer, state = saved
+  mgr = checkpoints.manager(str(model_dir))
+  restored, consumed = checkpoints.restore(mgr, mgr.latest_step(), trainer.abstract_state())
+  assert consumed == 2
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(restored), state)
+  leaf = jax.tree.leaves(restored['params'])[0]
+  assert leaf.sharding.mesh.shape == {'data': 4, 'model': 2}
+
+
+def test_half_written_checkpoint_is_ignored(saved, tmp_path):
+  model_dir, trainer, _ = saved
+  copy = tmp_path / 'run'
+  shutil.copytree(model_dir, copy)
+  # What a kill during a save leaves: orbax's temporary directory, never finalized.
+  shutil.copytree(copy / 'checkpoint_2', copy / 'checkpoint_3.orbax-checkpoint-tmp-1234')
+  assert checkpoints.steps_in(str(copy)) == [1, 2]
+  mgr = checkpoints.manager(str(copy))
+  assert mgr.latest_step() == 2
+  assert checkpoints.resolve_state_dir(str(copy)).endswith('checkpoint_2/state')
+
+
+def test_params_only_load_and_shape_mismatch(saved):
+  model_dir, trainer, state = saved
+  params = checkpoints.load_params(str(model_dir / 'checkpoint_1'), trainer.abstract_params())
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(params), state['params'])
+  wider = _trainer(d_model=64)
+  with pytest.raises(ValueError, match=r"parameter '.*' has shape .*expects"):
+    checkpoints.load_params(str(model_dir), wider.abstract_params())
+  with pytest.raises(FileNotFoundError, match='does not exist'):
+    checkpoints.load_params(str(model_dir / 'nowhere'), trainer.abstract_params())

@@ -1,0 +1,90 @@
+"""train -> eval -> infer as real subprocesses, and gin errors that name their source."""
+
+import json
+import re
+
+import gin
+import pytest
+
+import runtime_subprocess as rs
+from crosstask.runtime import gin_utils
+
+
+@pytest.mark.slow
+def test_train_eval_infer(tmp_path):
+  model_dir = tmp_path / 'model'
+  train = rs.run(rs.train_cmd(model_dir, 60, '--gin.CHECKPOINT_PERIOD=30', '--gin.EVAL_PERIOD=60',
+                              '--gin.LEARNING_RATE=0.01', '--gin.LOG_EVERY=10'))
+  assert train.returncode == 0, train.stdout[-3000:] + train.stderr[-3000:]
+  losses = [float(x) for x in re.findall(r'^step \d+/60  loss ([\d.]+)', train.stdout, re.M)]
+  assert len(losses) == 6 and losses[-1] < losses[0] * 0.8, train.stdout
+  assert sorted(p.name for p in model_dir.glob('checkpoint_*')) == ['checkpoint_30',
+                                                                    'checkpoint_60']
+  assert 'train_script.train' in (model_dir / 'operative_config.gin').read_text()
+  assert list((model_dir / 'train').glob('events.out.tfevents.*'))
+  in_train = [json.loads(l) for l in (model_dir / 'inference_eval' / 'metrics.jsonl').open()]
+  assert {m['task'] for m in in_train} == {'runtime_copy', 'runtime_reverse'}
+
+  eval_dir = tmp_path / 'eval'
+  ev = rs.run([rs.sys.executable, '-m', 'crosstask.eval', f'--gin_file={rs.TINY}',
+               '--gin_file=runs/eval.gin', *rs.task_flags(), f"--gin.CHECKPOINT_PATH='{model_dir}'",
+               f"--gin.EVAL_OUTPUT_DIR='{eval_dir}'", '--gin.BATCH_SIZE=16'])
+  assert ev.returncode == 0, ev.stdout[-3000:] + ev.stderr[-3000:]
+  lines = [json.loads(l) for l in (eval_dir / 'metrics.jsonl').open()]
+  assert sorted((m['step'], m['task']) for m in lines) == [
+      (30, 'runtime_copy'), (30, 'runtime_reverse'), (60, 'runtime_copy'),
+      (60, 'runtime_reverse')]
+  assert all('exact_match' in m['metrics'] for m in lines)
+  assert list(eval_dir.glob('events.out.tfevents.*'))
+
+  infer_dir = tmp_path / 'infer'
+  inf = rs.run([rs.sys.executable, '-m', 'crosstask.infer', f'--gin_file={rs.TINY}',
+                '--gin_file=runs/infer.gin', *rs.task_flags(),
+                f"--gin.CHECKPOINT_PATH='{model_dir}/checkpoint_60'",
+                f"--gin.INFER_OUTPUT_DIR='{infer_dir}'", '--gin.BATCH_SIZE=16'])
+  assert inf.returncode == 0, inf.stdout[-3000:] + inf.stderr[-3000:]
+  rows = [json.loads(l) for l in (infer_dir / 'runtime_reverse-validation.jsonl').open()]
+  assert len(rows) == 16  # One line per validation example.
+  assert rows[0]['inputs'].startswith('reverse ') and isinstance(rows[0]['score'], float)
+  assert set(rows[0]) >= {'inputs', 'targets', 'prediction', 'score'}
+
+
+@pytest.mark.slow
+def test_unknown_binding_on_command_line_fails_clearly(tmp_path):
+  res = rs.run(rs.train_cmd(tmp_path / 'm', 2, '--gin.train_script.train.no_such_arg=1'))
+  assert res.returncode == 2
+  assert 'no_such_arg' in res.stderr and '--gin.train_script.train.no_such_arg' in res.stderr
+
+
+@pytest.fixture
+def clean_gin():
+  gin.clear_config()
+  yield
+  gin.clear_config()
+
+
+def test_gin_error_names_the_file(tmp_path, clean_gin):
+  bad = tmp_path / 'bad.gin'
+  bad.write_text("MODEL = None\ntrain_script.train.total_step = 3\n")
+  with pytest.raises(gin_utils.GinConfigError) as e:
+    gin_utils.parse([str(bad)], [])
+  assert str(bad) in str(e.value) and 'total_step' in str(e.value)
+  with pytest.raises(gin_utils.GinConfigError, match='not found'):
+    gin_utils.parse(['runs/no_such.gin'], [])
+
+
+def test_run_configs_resolve_from_search_paths(clean_gin):
+  gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
+                  ["MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='x'",
+                   "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"])
+  assert gin.query_parameter('train_script.train.total_steps') is not None
+  assert gin.query_parameter('utils.RestoreCheckpointConfig.params_only') is True
+
+
+def test_unknown_task_suggests_close_names():
+  import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
+  from crosstask.runtime import data
+  with pytest.raises(ValueError, match='runtime_copy'):
+    data.get_mixture_or_task('runtime_cpy')
+  with pytest.raises(ValueError, match="no split 'test'"):
+    data.check_split(data.get_mixture_or_task('runtime_copy'), 'test')
