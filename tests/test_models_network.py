@@ -1,0 +1,152 @@
+"""The flax T5 network: packing, kv-cache decoding, partitioning, dropout, validation."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import Mesh, NamedSharding
+
+from crosstask.models import layers
+from crosstask.models.config import TransformerConfig
+from crosstask.models.network import Transformer
+
+CFG = TransformerConfig(vocab_size=64, d_model=32, d_ff=64, num_heads=4, d_kv=8,
+                        num_encoder_layers=2, num_decoder_layers=2, activations=("gelu", "linear"),
+                        logits_via_embedding=False, dropout_rate=0.1, dtype="float32",
+                        relative_attention_num_buckets=8, relative_attention_max_distance=16)
+
+
+def _init(cfg=CFG, enc_len=8, dec_len=8):
+  model = Transformer(cfg)
+  tokens = jnp.ones((2, enc_len), jnp.int32)
+  variables = model.init(jax.random.PRNGKey(0), tokens, jnp.ones((2, dec_len), jnp.int32))
+  return model, variables
+
+
+def _token_loss(logits, targets):
+  logp = jax.nn.log_softmax(logits, -1)
+  return -jnp.take_along_axis(logp, targets[..., None], -1)[..., 0]
+
+
+def test_packed_equals_unpacked_per_token_loss():
+  model, variables = _init()
+  rng = np.random.default_rng(0)
+  ea, eb = rng.integers(2, 64, 5), rng.integers(2, 64, 3)
+  ta, tb = rng.integers(2, 64, 4), rng.integers(2, 64, 3)
+
+  def pad(x, n):
+    return np.pad(x, (0, n - len(x)))
+
+  unpacked = dict(
+      encoder_input_tokens=np.stack([pad(ea, 8), pad(eb, 8)]),
+      decoder_target_tokens=np.stack([pad(ta, 8), pad(tb, 8)]),
+      decoder_input_tokens=np.stack([pad(np.r_[0, ta[:-1]], 8), pad(np.r_[0, tb[:-1]], 8)]))
+  # As seqio.EncDecFeatureConverter(pack=True) lays them out.
+  packed = dict(
+      encoder_input_tokens=np.r_[ea, eb][None],
+      encoder_segment_ids=np.array([[1] * 5 + [2] * 3]),
+      encoder_positions=np.array([list(range(5)) + list(range(3))]),
+      decoder_target_tokens=pad(np.r_[ta, tb], 8)[None],
+      decoder_input_tokens=pad(np.r_[0, ta[:-1], 0, tb[:-1]], 8)[None],
+      decoder_segment_ids=np.array([[1] * 4 + [2] * 3 + [0]]),
+      decoder_positions=np.array([list(range(4)) + list(range(3)) + [0]]))
+  lu = model.apply(variables, unpacked["encoder_input_tokens"], unpacked["decoder_input_tokens"],
+                   unpacked["decoder_target_tokens"])
+  lp = model.apply(variables, packed["encoder_input_tokens"], packed["decoder_input_tokens"],
+                   packed["decoder_target_tokens"], packed["encoder_segment_ids"],
+                   packed["decoder_segment_ids"], packed["encoder_positions"],
+                   packed["decoder_positions"])
+  loss_u = _token_loss(lu, unpacked["decoder_target_tokens"])
+  loss_p = _token_loss(lp, packed["decoder_target_tokens"])[0]
+  np.testing.assert_allclose(loss_p[:4], loss_u[0, :4], atol=1e-5)
+  np.testing.assert_allclose(loss_p[4:7], loss_u[1, :3], atol=1e-5)
+  assert float(jnp.abs(loss_p[4:7] - _token_loss(lp, packed["decoder_target_tokens"])[0, 4:7]).max()) == 0
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_cached_decoding_equals_full_forward(tied):
+  cfg = TransformerConfig(**{**CFG.__dict__, "logits_via_embedding": tied,
+                             "activations": ("relu",) if tied else ("gelu", "linear")})
+  model, variables = _init(cfg)
+  rng = np.random.default_rng(1)
+  enc = rng.integers(2, 64, (2, 8)).astype(np.int32)
+  enc[1, 5:] = 0
+  dec = rng.integers(2, 64, (2, 8)).astype(np.int32)
+  dec[:, 0] = 0
+  full = model.apply(variables, enc, dec)
+  encoded = model.apply(variables, enc, method=model.encode)
+  _, cache = model.apply(variables, encoded, enc, dec, decode=True, method=model.decode,
+                         mutable=["cache"])
+  cache = jax.tree_util.tree_map(jnp.zeros_like, cache["cache"])
+  steps = []
+  for i in range(dec.shape[1]):
+    logits, mutated = model.apply({**variables, "cache": cache}, encoded, enc, dec[:, i:i + 1],
+                                  decode=True, max_decode_length=8, method=model.decode,
+                                  mutable=["cache"])
+    cache = mutated["cache"]
+    steps.append(logits[:, 0])
+  np.testing.assert_allclose(np.stack(steps, 1), full, atol=1e-5)
+
+
+def test_every_param_has_logical_axes_and_shards():
+  model, variables = _init()
+  specs = nn.get_partition_spec(variables)["params"]
+  leaves = jax.tree_util.tree_leaves(variables["params"], is_leaf=lambda x: isinstance(x, nn.Partitioned))
+  assert all(isinstance(x, nn.Partitioned) and len(x.names) == x.value.ndim for x in leaves)
+  assert tuple(specs["token_embedder"]["embedding"]) == ("vocab", "embed")
+  assert tuple(specs["encoder"]["relpos_bias"]["rel_embedding"]) == ("heads", "relpos_buckets")
+  assert tuple(specs["decoder"]["layers_0"]["mlp"]["wi_0"]) == ("embed", "mlp")
+  # Shard through logical rules on the 8 virtual devices: data x model = 2 x 4.
+  rules = (("batch", "data"), ("vocab", "model"), ("mlp", "model"), ("heads", "model"),
+           ("embed", None), ("kv", None), ("length", None), ("relpos_buckets", None))
+  mesh = Mesh(np.array(jax.devices()[:8]).reshape(2, 4), ("data", "model"))
+  mesh_specs = nn.logical_to_mesh(specs, rules)
+  shardings = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), mesh_specs)
+  params = jax.device_put(nn.meta.unbox(variables["params"]), shardings)
+  assert params["decoder"]["logits_dense"].sharding.spec == jax.sharding.PartitionSpec(None, "model")
+  enc = jnp.ones((4, 8), jnp.int32)
+
+  @jax.jit
+  def run(p, e):
+    with nn.logical_axis_rules(rules):
+      return model.apply({"params": p}, e, e)
+  with mesh:
+    sharded = run(params, enc)
+  np.testing.assert_allclose(sharded, model.apply(variables, enc, enc), atol=1e-5)
+
+
+def test_dropout_only_when_enabled_and_bfloat16_runs():
+  model, variables = _init()
+  enc = jnp.arange(2, 18, dtype=jnp.int32).reshape(2, 8)
+  a = model.apply(variables, enc, enc)
+  b = model.apply(variables, enc, enc)
+  c = model.apply(variables, enc, enc, enable_dropout=True, rngs={"dropout": jax.random.PRNGKey(1)})
+  np.testing.assert_array_equal(a, b)
+  assert float(jnp.abs(a - c).max()) > 1e-3
+  bf = Transformer(TransformerConfig(**{**CFG.__dict__, "dtype": "bfloat16"}))
+  out = bf.apply(variables, enc, enc)
+  assert out.dtype == jnp.float32
+  assert float(jnp.abs(out - a).max()) < 0.5 * float(jnp.abs(a).max())
+
+
+def test_relative_buckets_match_transformers():
+  torch = pytest.importorskip("torch")
+  from transformers.models.t5.modeling_t5 import T5Attention
+  rel = np.arange(-300, 301)
+  for bidirectional in (True, False):
+    for buckets, distance in ((32, 128), (8, 16)):
+      want = T5Attention._relative_position_bucket(
+          torch.tensor(rel), bidirectional=bidirectional, num_buckets=buckets,
+          max_distance=distance).numpy()
+      got = layers.relative_position_bucket(jnp.asarray(rel, jnp.int32), bidirectional=bidirectional,
+                                            num_buckets=buckets, max_distance=distance)
+      np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("field,value", [("d_model", 0), ("activations", ("swish",)),
+                                         ("dtype", "float64"), ("dropout_rate", 1.0),
+                                         ("num_heads", 2.5)])
+def test_config_errors_name_the_field(field, value):
+  with pytest.raises(ValueError, match=field):
+    TransformerConfig(**{field: value})
