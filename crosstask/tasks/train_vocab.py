@@ -1,6 +1,6 @@
 r"""Trains a T5-layout SentencePiece vocabulary from task text and/or text files.
 
-  python -m crosstask.tasks.train_vocab --task=csl_ts --split=train \
+  python -m crosstask.tasks.train_vocab --task=csl_zh_abstract_to_title --split=train \
       --text_file=extra.txt --vocab_size=32000 --extra_ids=100 --output=/tmp/csl
 
 writes /tmp/csl.model and /tmp/csl.vocab with pad=0, eos=1, unk=2, no bos and
@@ -39,7 +39,7 @@ def get_task(name: str) -> seqio.Task:
     hint = f"; did you mean {', '.join(close)}?" if close else (
         f"; {len(names)} tasks are registered")
     raise ValueError(f"unknown task {name!r}{hint}")
-  return seqio.get_mixture_or_task(name)
+  return seqio.TaskRegistry.get(name)
 
 
 def _is_tokenize_step(fn) -> bool:
