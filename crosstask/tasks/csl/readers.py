@@ -54,6 +54,21 @@ def benchmark_files(split: str, root: pathlib.Path | None = None) -> dict[str, p
   return {t: root / "csl" / "benchmark" / t / f"{split}.tsv" for t in BENCHMARK_TASKS}
 
 
+def check_split(split: str, root: pathlib.Path | None = None) -> dict[str, pathlib.Path]:
+  """The files of `split`; FileNotFoundError naming every file looked for if any is missing."""
+  if split == FULL_SPLIT:
+    path = (root or data_root()) / "csl" / FULL_FILE
+    if not path.is_file():
+      raise FileNotFoundError(f"CSL full dataset not found: looked for {path}")
+    return {FULL_SPLIT: path}
+  files = benchmark_files(split, root)
+  missing = [str(p) for p in files.values() if not p.is_file()]
+  if missing:
+    raise FileNotFoundError(
+        f"CSL split {split!r} needs all four benchmark files; missing: {', '.join(missing)}")
+  return files
+
+
 def read_tsv(path: pathlib.Path, ncols: int, on_bad_row: str = "raise",
              bad: BadRows | None = None) -> Iterator[tuple[int, list[str]]]:
   """(line number, columns) of each good row; bad rows raise or are counted."""
@@ -100,11 +115,7 @@ def _make_record(title, abstract, keywords, category, discipline) -> dict:
 def read_benchmark(split: str, root: pathlib.Path | None = None, on_bad_row: str = "raise",
                    bad: BadRows | None = None) -> Iterator[dict]:
   """Full records of `split` by joining the four benchmark files row by row."""
-  files = benchmark_files(split, root)
-  missing = [str(p) for p in files.values() if not p.is_file()]
-  if missing:
-    raise FileNotFoundError(
-        f"CSL split {split!r} needs all four benchmark files; missing: {', '.join(missing)}")
+  files = check_split(split, root)
   bad = bad if bad is not None else BadRows()
   # Row-level problems are judged per row position, so a bad row in one file
   # drops that paper from the join rather than shifting the other files.
@@ -138,9 +149,7 @@ def _rows_keep_position(path, on_bad_row, bad):
 def read_full(root: pathlib.Path | None = None, on_bad_row: str = "raise",
               bad: BadRows | None = None) -> Iterator[dict]:
   """Full records from the full-dataset TSV (`csl/csl_camera_readly.tsv`)."""
-  path = (root or data_root()) / "csl" / FULL_FILE
-  if not path.is_file():
-    raise FileNotFoundError(f"CSL full dataset not found: looked for {path}")
+  path = check_split(FULL_SPLIT, root)[FULL_SPLIT]
   for _, (title, abstract, keywords, discipline, category) in read_tsv(path, 5, on_bad_row, bad):
     yield _make_record(title, abstract, keywords, category, discipline)
 

@@ -82,7 +82,8 @@ def episode_indices(records: Sequence[dict], inputs, outputs, seed: int, part: s
   return sampling.few_shot_indices(split, int(part[1:]), seed, key, classes)
 
 
-def _records_for(split: str, inputs, outputs) -> list[dict]:
+def _records_for(split: str, inputs, outputs):
+  """Records of a split: episode splits are sampled now, file splits stream lazily."""
   episode = sampling.parse_episode_split(split)
   if episode is not None:
     pool = episode_pool()
@@ -90,14 +91,16 @@ def _records_for(split: str, inputs, outputs) -> list[dict]:
   if split not in SPLIT_FILES:
     raise ValueError(f"unknown CSL split {split!r}; use one of {sorted(SPLIT_FILES)} or an "
                      "episode split like 's0_k4'")
-  return list(readers.read_records(SPLIT_FILES[split]))
+  readers.check_split(SPLIT_FILES[split])  # a missing file fails here, not inside tf.data
+  return functools.partial(readers.read_records, SPLIT_FILES[split])
 
 
 def _dataset_fn(split: str, shuffle_files: bool = False, seed=None, *, inputs, outputs):
   del shuffle_files, seed  # one file per split; order is the data's order
+  records = _records_for(split, inputs, outputs)
 
   def gen():
-    for r in _records_for(split, inputs, outputs):
+    for r in (records() if callable(records) else records):
       yield {f: F.value_text(f, r[f]) for f in F.FIELDS}
 
   sig = {f: tf.TensorSpec((), tf.string) for f in F.FIELDS}

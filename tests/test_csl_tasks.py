@@ -1,0 +1,125 @@
+"""CSL SeqIO tasks: registration, real datasets from the official data, metrics."""
+
+import re
+
+import pytest
+import seqio
+
+import crosstask.tasks  # registers everything
+from crosstask import paths
+from crosstask.tasks.csl import fields as F
+from crosstask.tasks.csl import scenarios
+from crosstask.tasks.csl import tasks as T
+
+LENGTHS = {"inputs": 2048, "targets": 512}
+
+
+def _rows(root, name):
+  path = root / "csl" / "benchmark" / name / "dev.tsv"
+  return [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()[:3]]
+
+
+def _examples(task, n=3, split="validation"):
+  vocab = task.output_features["targets"].vocabulary
+  ds = task.get_dataset(LENGTHS, split=split, shuffle=False)
+  return [(vocab.decode(ex["inputs"].tolist()), vocab.decode(ex["targets"].tolist()), ex)
+          for ex in ds.take(n).as_numpy_iterator()]
+
+
+def test_registration_counts_and_names():
+  names = crosstask.tasks.CSL_TASKS
+  assert len(names) == len(set(names)) == 360
+  assert sum(n.startswith("csl_zh_") for n in names) == 180 == 3**5 - 2 * 2**5 + 1
+  regex = re.compile(r"^[\w\d\.\:_#]+$")
+  assert all(regex.match(n) for n in names)
+  for n in ("csl_zh_abstract_and_discipline_to_keywords", "csl_en_abstract_to_title_and_category",
+            "csl_zh_abstract_to_title", "csl_en_title_and_abstract_and_keywords_and_category_to_discipline"):
+    assert n in seqio.TaskRegistry.names()
+  assert "csl_zh_abstract_to_abstract" not in seqio.TaskRegistry.names()
+  assert len(crosstask.tasks.CSL_MIXTURES) == 28
+
+
+def test_registration_reads_no_data(monkeypatch, tmp_path):
+  monkeypatch.setenv(paths.DATA_DIR_ENV, str(tmp_path / "nowhere"))
+  task = T.csl_task(["abstract"], ["abstract"], "zh", register=False)  # identity, on demand
+  assert task.name == "csl_zh_abstract_to_abstract"
+  with pytest.raises(FileNotFoundError, match=r"nowhere/csl/benchmark/ts/dev\.tsv"):
+    task.get_dataset(LENGTHS, split="validation", shuffle=False)
+  with pytest.raises(ValueError, match="overlap"):
+    T.csl_task(["abstract", "title"], ["title"], "zh", register=False)
+
+
+def test_summarization_dataset(official_data):
+  task = seqio.get_mixture_or_task("csl_zh_abstract_to_title")
+  rows = _rows(official_data, "ts")
+  for (inputs, targets, ex), row in zip(_examples(task), rows):
+    assert inputs == "摘要->标题 摘要：" + row[1]
+    assert targets == row[2]
+    assert ex["targets"][-1] == 1  # EOS
+
+
+def test_keywords_dataset_en(official_data):
+  task = seqio.get_mixture_or_task("csl_en_abstract_to_keywords")
+  rows, ts = _rows(official_data, "kg"), _rows(official_data, "ts")
+  for (inputs, targets, _), row, ts_row in zip(_examples(task), rows, ts):
+    assert inputs == "Abstract -> Keywords Abstract: " + ts_row[1]
+    assert targets == row[2]
+    assert task.postprocess_fn(targets, is_target=True) == {"keywords": row[2].split("_")}
+
+
+@pytest.mark.parametrize("name, tsv, prompt", [
+    ("csl_zh_title_to_category", "cls_ctg", "标题->门类 标题："),
+    ("csl_zh_abstract_to_discipline", "cls_dcp", "摘要->学科 摘要："),
+])
+def test_classification_datasets(official_data, name, tsv, prompt):
+  task = seqio.get_mixture_or_task(name)
+  for (inputs, targets, _), row in zip(_examples(task), _rows(official_data, tsv)):
+    assert inputs == prompt + row[1] and targets == row[2]
+
+
+def test_many_to_many_dataset_and_metrics(official_data):
+  task = seqio.get_mixture_or_task("csl_zh_abstract_and_discipline_to_title_and_keywords")
+  ts, kg, dcp = (_rows(official_data, n) for n in ("ts", "kg", "cls_dcp"))
+  examples = _examples(task)
+  for i, (inputs, targets, _) in enumerate(examples):
+    assert inputs == f"摘要+学科->标题+关键词 摘要：{ts[i][1]}；学科：{dcp[i][2]}"
+    assert targets == f"标题：{ts[i][2]}；关键词：{kg[i][2]}"
+  targets = [task.postprocess_fn(t, is_target=True) for _, t, _ in examples]
+  assert targets[0] == {"title": ts[0][2], "keywords": kg[0][2].split("_")}
+  perfect = task.metric_fns[0](targets, targets)
+  assert set(perfect) == {"title/rouge1", "title/rouge2", "title/rougeL", "title/bleu",
+                          "keywords/keyword_precision", "keywords/keyword_recall",
+                          "keywords/keyword_f1", "keywords/bpref"}
+  assert perfect["title/rouge1"] == pytest.approx(100) and perfect["keywords/keyword_f1"] == pytest.approx(100)
+  garbled = [task.postprocess_fn(p) for p in ("胡言乱语", f"关键词：{kg[1][2]}", "")]
+  scores = task.metric_fns[0](targets, garbled)
+  assert scores["title/rouge1"] < 50
+  assert 0 < scores["keywords/keyword_f1"] < 100
+
+
+def test_classification_metrics_use_label_set(official_data):
+  task = seqio.get_mixture_or_task("csl_zh_title_to_category")
+  targets = [task.postprocess_fn(t, is_target=True) for _, t, _ in _examples(task)]
+  preds = [{"category": "工学"}] * len(targets)
+  scores = task.metric_fns[0](targets, preds)
+  expected = 100 * sum(t["category"] == "工学" for t in targets) / len(targets)
+  assert scores["accuracy"] == pytest.approx(expected)
+  assert "macro_f1" in scores
+
+
+def test_partitions_cover_the_paper_shapes():
+  total = 0
+  for p in scenarios.PARTITIONS:
+    meta, few = scenarios.partition_tasks(p)
+    n_in, n_out = map(int, p.split("-"))
+    assert not set(meta) & set(few) and len(meta) + len(few) == 180
+    assert all(f.count("_and_") == n_in + n_out - 2 for f in few)
+    mix = seqio.get_mixture_or_task(scenarios.mixture_name(p, "few"))
+    assert sorted(t.name for t in mix.tasks) == sorted(few)
+    total += len(few)
+  assert total == 160
+  assert "csl_zh_abstract_to_title" in scenarios.partition_tasks("1-1")[1]
+
+
+def test_field_constants():
+  assert len(F.CATEGORIES) == 13 and len(F.DISCIPLINES) == 67
