@@ -1,8 +1,8 @@
 """Metrics: hand-computed small cases, and the official definitions on CSL dev data."""
 
 import collections
-import os
 import math
+import os
 import subprocess
 import sys
 import unicodedata
