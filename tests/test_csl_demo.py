@@ -1,0 +1,50 @@
+"""The demo's baseline table on the bundled sample, and the task-listing CLI."""
+
+import collections
+
+import pytest
+
+from crosstask import demo
+from crosstask import paths
+from crosstask.tasks import __main__ as cli
+from crosstask.tasks.csl import baselines
+from crosstask.tasks.csl import readers
+
+
+def test_baseline_table_on_sample(monkeypatch):
+  monkeypatch.delenv(paths.DATA_DIR_ENV, raising=False)
+  rows = {r["task"]: r for r in demo.baseline_rows()}
+  assert set(rows) == {"csl_zh_abstract_to_title", "csl_zh_abstract_to_keywords",
+                       "csl_zh_title_to_category", "csl_zh_abstract_to_discipline",
+                       "csl_zh_abstract_to_title_and_keywords"}
+  train = list(readers.read_records("train"))
+  dev = list(readers.read_records("dev"))
+  top = collections.Counter(r["category"] for r in train).most_common(1)[0][0]
+  expected = 100 * sum(r["category"] == top for r in dev) / len(dev)
+  assert rows["csl_zh_title_to_category"]["accuracy"] == pytest.approx(expected)
+  assert rows["csl_zh_title_to_category"]["examples"] == 30
+  title = rows["csl_zh_abstract_to_title"]
+  assert 10 < title["rouge1"] < 90 and 0 < title["bleu"] < 90
+  assert 0 < rows["csl_zh_abstract_to_keywords"]["keyword_f1"] < 60
+  both = rows["csl_zh_abstract_to_title_and_keywords"]
+  assert both["title/rouge1"] == pytest.approx(title["rouge1"])
+  assert both["keywords/keyword_f1"] == pytest.approx(rows["csl_zh_abstract_to_keywords"]["keyword_f1"])
+  assert "csl_zh_abstract_to_title" in demo.format_rows(list(rows.values()))
+
+
+def test_baseline_pieces():
+  assert baselines.lead_title("目的 探讨针刺疗效。方法 随机分组") == "探讨针刺疗效"
+  kws = baselines.ngram_keywords("深度学习模型。深度学习方法用于图像识别，图像识别精度高。")
+  assert sorted(kws[:2]) == ["图像识别", "深度学习"]
+  assert baselines.majority(["理学", "工学", "工学"]) == "工学"
+  with pytest.raises(ValueError):
+    baselines.majority([])
+
+
+def test_list_cli(capsys):
+  assert cli.main(["--list", "csl_zh"]) == 0
+  out = capsys.readouterr().out.strip().splitlines()
+  assert out[-1] == "180 tasks, 14 mixtures"
+  assert "task     csl_zh_abstract_to_title" in out
+  assert cli.main(["--list", "csl_*_to_title_and_category"]) == 0
+  assert capsys.readouterr().out.strip().splitlines()[-1] == "14 tasks, 0 mixtures"  # 7 input sets x 2 languages
