@@ -30,7 +30,8 @@ def compute_weighted_cross_entropy(
                            + (vocab - 1) * low * jnp.log(low + 1e-20))
   logits = logits.astype(jnp.float32)
   log_z = jax.nn.logsumexp(logits, axis=-1)
-  soft = jax.nn.one_hot(targets, vocab, on_value=confidence, off_value=low, dtype=jnp.float32)
+  onehot = jax.nn.one_hot(targets, vocab, dtype=jnp.float32)
+  soft = onehot * (confidence - low) + low
   loss = log_z - jnp.sum(soft * logits, axis=-1) - normalizing_constant
   total_z = z_loss * jnp.square(log_z)
   loss = loss + total_z
