@@ -55,3 +55,18 @@ def test_malformed_predictions_parse_leniently(text):
 def test_out_of_order_fields_still_parse():
   parsed = F.parse_fields("学科：数学；标题：某研究", ["title", "discipline"], "zh")
   assert parsed == {"title": "某研究", "discipline": "数学"}
+
+
+@pytest.mark.parametrize("lang", F.LANGS)
+def test_parse_survives_sentencepiece_decoding(official_data, lang):
+  import seqio  # pylint: disable=g-import-not-at-top
+  vocab = seqio.SentencePieceVocabulary(str(official_data / "vocab" / "sentencepiece_cn.model"))
+  record = {"title": "基于图神经网络的谣言检测", "abstract": "提出一种方法；效果较好。",
+            "keywords": ["谣言检测", "图神经网络"], "category": "工学", "discipline": "计算机科学与技术"}
+  for outputs in OUTPUT_SETS:
+    decoded = vocab.decode(vocab.encode(F.format_fields(record, outputs, lang)))
+    parsed = F.parse_fields(decoded, outputs, lang)
+    assert parsed.get("keywords", ["谣言检测", "图神经网络"]) == ["谣言检测", "图神经网络"], decoded
+    for f in ("title", "category", "discipline"):
+      if f in outputs:
+        assert parsed[f] == record[f], decoded

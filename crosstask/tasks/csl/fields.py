@@ -15,11 +15,13 @@ away):
   never collide with content.
 
 `parse_fields` is lenient: missing or garbled markers give empty fields, never
-an exception, because model predictions are untrusted.
+an exception, because model predictions are untrusted; it also accepts the
+NFKC form (`标题:…;关键词:…`) that SentencePiece decoding produces.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 
 # Canonical order; also the order used in task names and layouts.
@@ -123,27 +125,47 @@ def _typed(field: str, text: str):
   return split_keywords(text) if field == "keywords" else text
 
 
+def _find_markers(text: str, fields, lang: str, nfkc: bool) -> list[tuple[int, str, int]]:
+  """(position, field, marker length) of each field marker found, sorted."""
+  norm = (lambda m: unicodedata.normalize("NFKC", m)) if nfkc else (lambda m: m)
+  lead = len(text) - len(text.lstrip())
+  starts = {}
+  for f in fields:
+    m = norm(marker(f, lang, first=True))
+    if text.startswith(m, lead):  # any field may come first in a garbled prediction
+      starts[f] = (lead, len(m))
+      continue
+    m = norm(marker(f, lang, first=False))
+    pos = text.find(m)
+    if pos >= 0:
+      starts[f] = (pos, len(m))
+  return sorted((pos, f, n) for f, (pos, n) in starts.items())
+
+
 def parse_fields(text: str, fields: Sequence[str], lang: str) -> dict:
-  """Parses a layout back into {field: value}; lenient, never raises on text."""
+  """Parses a layout back into {field: value}; lenient, never raises on text.
+
+  Text decoded by a SentencePiece vocabulary comes back NFKC-normalised
+  (`标题:…;关键词:…`), so when the exact markers are not all found the text is
+  matched again in NFKC form.
+  """
   fields = check_fields(fields)
   text = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
   if len(fields) == 1:
     f = fields[0]
-    label = LABELS[lang][f] + COLON[lang]
     body = text.strip()
-    return {f: _typed(f, body[len(label):] if body.startswith(label) else body)}
-  starts = {}
-  lead = len(text) - len(text.lstrip())
-  for f in fields:
-    m = marker(f, lang, first=True)
-    if text.startswith(m, lead):  # any field may come first in a garbled prediction
-      starts[f] = (lead, len(m))
-      continue
-    m = marker(f, lang, first=False)
-    pos = text.find(m)
-    if pos >= 0:
-      starts[f] = (pos, len(m))
-  found = sorted((pos, f, n) for f, (pos, n) in starts.items())
+    label = LABELS[lang][f] + COLON[lang]
+    for label in (label, unicodedata.normalize("NFKC", label)):
+      if body.startswith(label):
+        body = body[len(label):]
+        break
+    return {f: _typed(f, body)}
+  found = _find_markers(text, fields, lang, nfkc=False)
+  if len(found) < len(fields):
+    normalized = unicodedata.normalize("NFKC", text)
+    found_nfkc = _find_markers(normalized, fields, lang, nfkc=True)
+    if len(found_nfkc) > len(found):
+      text, found = normalized, found_nfkc
   out = {f: ([] if f == "keywords" else "") for f in fields}
   for j, (pos, f, n) in enumerate(found):
     end = found[j + 1][0] if j + 1 < len(found) else len(text)
