@@ -1,7 +1,8 @@
 """Table 4 of the CSL paper: few-shot scores with and without meta training.
 
-Δ_m, the average relative gain, follows CrossFit's ARG (which the CSL paper's
-cross-task setup adopts): for each few-shot task, average its score over seeds
+Δ_m, the average relative gain, is defined as CrossFit's ARG (Ye et al.,
+2021); the CSL paper's own definition could not be consulted from the stored
+sources, so this is the documented interpretation: for each few-shot task, average its score over seeds
 for "few" (few-shot fine-tuning only) and "+meta" (meta training first), take
 the relative change (+meta − few) / few × 100, and average that over the
 tasks of the partition. A task whose "few" score is 0 is left out of Δ_m (its
