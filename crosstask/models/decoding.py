@@ -68,6 +68,7 @@ def _filtered_sample(key: jax.Array, logits: jnp.ndarray, temperature: float,
   """Draws one token per row from softmax(logits / T) after top-k then top-p."""
   logits = logits / temperature
   vocab = logits.shape[-1]
+  topp = topp if topp < 1.0 else 0.0  # p >= 1 keeps everything
   if not topk and not topp:
     return jax.random.categorical(key, logits).astype(jnp.int32)
   k = topk if 0 < topk < vocab else vocab
