@@ -123,3 +123,14 @@ def test_partitions_cover_the_paper_shapes():
 
 def test_field_constants():
   assert len(F.CATEGORIES) == 13 and len(F.DISCIPLINES) == 67
+
+
+def test_full_dataset_split_on_sample(monkeypatch):
+  monkeypatch.delenv(paths.DATA_DIR_ENV, raising=False)
+  task = seqio.get_mixture_or_task("csl_en_title_to_category_and_discipline")
+  examples = list(task.get_dataset(LENGTHS, split="full", shuffle=False).as_numpy_iterator())
+  assert len(examples) == 130
+  parsed = task.postprocess_fn(examples[0]["targets_pretokenized"].decode(), is_target=True)
+  assert parsed["category"] in F.CATEGORIES and parsed["discipline"] in F.DISCIPLINES
+  with pytest.raises(ValueError, match="unknown CSL split"):
+    task.get_dataset(LENGTHS, split="s0_k3x", shuffle=False)

@@ -16,6 +16,8 @@ Mixtures, per language: `csl_<lang>_xtask_<i>_<o>_meta` and
 of `sampling`: meta training on `s<seed>_meta` (100 instances per task), few-
 shot training on `s<seed>_k<k>`, model selection on `s<seed>_validation` and
 reporting on `s<seed>_test` (64 each), seeds 0-7, k in 0, 1, 2, 4, 8.
+Episodes draw from every complete benchmark split (the official `dev`: 1000
+papers); the bundled sample (130) is only big enough to exercise the code.
 """
 
 from __future__ import annotations
