@@ -42,11 +42,11 @@ class EncoderDecoderModel:
     self.z_loss = z_loss
     self.loss_normalizing_factor = loss_normalizing_factor
     self.decode_fn = decode_fn
-    # temperature 0 makes the default temperature_sample greedy.
-    if default_decoder_params is None and decode_fn is decoding.temperature_sample:
+    self._decode_args = set(inspect.signature(decode_fn).parameters)
+    # Greedy unless told otherwise: temperature 0 turns temperature_sample into argmax.
+    if default_decoder_params is None and "temperature" in self._decode_args:
       default_decoder_params = {"temperature": 0.0}
     self.default_decoder_params = dict(default_decoder_params or {})
-    self._decode_args = set(inspect.signature(decode_fn).parameters)
     self._predict = jax.jit(self._predict_impl, static_argnames=(
         "decoder_items", "num_decodes", "prompt_with_targets"))
 

@@ -1,0 +1,72 @@
+"""Gin model files -> config / model, and abstract parameter counts (no weights allocated).
+
+    python -m crosstask.models.builder crosstask/gin/longlm/large.gin
+    python -c "from crosstask.models import builder; builder.print_param_count('crosstask/gin/longlm/large.gin')"
+
+Gin include paths are relative to the repository root, which is added to gin's search
+path. Parsing a model file imports its vocabulary module (seqio); this module does not.
+"""
+
+import math
+import pathlib
+import sys
+from collections.abc import Sequence
+
+import gin
+import jax
+import jax.numpy as jnp
+
+from crosstask.models import network
+from crosstask.models.config import TransformerConfig
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> None:
+  """Clears gin and parses files (paths relative to the repo root or cwd) and bindings."""
+  if isinstance(gin_files, (str, pathlib.Path)):
+    gin_files = [gin_files]
+  gin.clear_config()
+  for path in (str(ROOT), str(pathlib.Path.cwd())):
+    if path not in gin.config._LOCATION_PREFIXES:  # pylint: disable=protected-access
+      gin.add_config_file_search_path(path)
+  gin.parse_config_files_and_bindings([str(f) for f in gin_files], list(bindings))
+
+
+def _evaluate(selector: str):
+  reference = gin.query_parameter(selector)
+  return reference.scoped_configurable_fn() if hasattr(reference, "scoped_configurable_fn") \
+      else reference
+
+
+def config_from_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()
+                    ) -> TransformerConfig:
+  """The TransformerConfig bound to `network.Transformer.config` by the gin files."""
+  parse_gin(gin_files, bindings)
+  return _evaluate("crosstask.models.network.Transformer.config")
+
+
+def model_from_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()):
+  """The EncoderDecoderModel bound to the MODEL macro."""
+  parse_gin(gin_files, bindings)
+  return _evaluate("%MODEL")
+
+
+def param_count(config: TransformerConfig) -> int:
+  """Number of parameters, from shapes only (jax.eval_shape)."""
+  tokens = jnp.ones((1, 1), jnp.int32)
+  shapes = jax.eval_shape(network.Transformer(config).init, jax.random.PRNGKey(0), tokens, tokens)
+  leaves = jax.tree_util.tree_leaves(shapes["params"])
+  return sum(math.prod(leaf.shape) for leaf in leaves)
+
+
+def print_param_count(gin_file: str, bindings: Sequence[str] = ()) -> int:
+  """Prints and returns the parameter count of a gin model file."""
+  count = param_count(config_from_gin(gin_file, bindings))
+  print(f"{gin_file}: {count:,} parameters ({count / 1e6:.1f}M)")
+  return count
+
+
+if __name__ == "__main__":
+  for arg in sys.argv[1:] or ["crosstask/gin/longlm/large.gin"]:
+    print_param_count(arg)
