@@ -208,8 +208,10 @@ def beam_search(
   True: additionally stop once K hypotheses finished; "never": bound at max
   length).
   Differences from HF: HF's prefix must be the same length across the batch
-  (here it can differ per row), and torch.topk / lax.top_k may order exact
-  ties differently.
+  (here it can differ per row); torch.topk / lax.top_k may order exact ties
+  differently; HF fills positions after EOS with `pad_token_id or eos_id`,
+  i.e. with EOS for T5 (pad 0), where we write 0. Parity with transformers'
+  generate is tested exactly in tests/test_models_decoding_hf.py.
   """
   if length_penalty not in ("t5x", "hf"):
     raise ValueError(f"unknown length_penalty {length_penalty!r}")
