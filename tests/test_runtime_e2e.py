@@ -88,3 +88,11 @@ def test_unknown_task_suggests_close_names():
     data.get_mixture_or_task('runtime_cpy')
   with pytest.raises(ValueError, match="no split 'test'"):
     data.check_split(data.get_mixture_or_task('runtime_copy'), 'test')
+
+
+def test_trainer_imports_without_tensorflow_or_seqio():
+  code = ("import sys; sys.modules['tensorflow'] = None; sys.modules['seqio'] = None\n"
+          "import crosstask.runtime.trainer, crosstask.runtime.train_lib, crosstask.train\n"
+          "import crosstask.runtime.partitioning, crosstask.runtime.checkpoints\n")
+  res = rs.run([rs.sys.executable, '-c', code], timeout=120)
+  assert res.returncode == 0, res.stderr[-2000:]

@@ -4,13 +4,16 @@ import time
 from typing import Mapping
 
 from absl import logging
-from clu import metric_writers
 import jax
 import numpy as np
 
 
-def writer(log_dir: str) -> metric_writers.MetricWriter:
-  """TensorBoard (and console-free) summaries, written by process 0 only."""
+def writer(log_dir: str):
+  """A clu MetricWriter: TensorBoard summaries from process 0, logging elsewhere.
+
+  clu's writers pull in TensorFlow, so they are imported here, not at module load.
+  """
+  from clu import metric_writers
   return metric_writers.create_default_writer(
       log_dir, just_logging=jax.process_index() > 0, asynchronous=False)
 

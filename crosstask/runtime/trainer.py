@@ -38,7 +38,7 @@ class Trainer:
     with partitioner.context():
       self.param_shardings = partitioner.logical_to_sharding(boxed)
     self._init = jax.jit(self._init_state)
-    self._state_shardings = None
+    self._init_compiled = None
     self._step = None
 
   def _boxed_params(self, rng):
@@ -50,13 +50,15 @@ class Trainer:
     return {'step': jnp.zeros((), jnp.int32), 'params': params,
             'opt_state': self.optimizer.init(params)}
 
+  def _compiled_init(self):
+    if self._init_compiled is None:
+      with self.partitioner.context():
+        self._init_compiled = self._init.lower(jax.random.key(0)).compile()
+    return self._init_compiled
+
   @property
   def state_shardings(self) -> State:
-    if self._state_shardings is None:
-      with self.partitioner.context():
-        compiled = self._init.lower(jax.random.key(0)).compile()
-      self._state_shardings = compiled.output_shardings
-    return self._state_shardings
+    return self._compiled_init().output_shardings
 
   def abstract_state(self) -> State:
     shapes = jax.eval_shape(self._init_state, jax.random.key(0))
@@ -64,12 +66,14 @@ class Trainer:
                         shapes, self.state_shardings)
 
   def abstract_params(self) -> Any:
-    return self.abstract_state()['params']
+    """Parameter shapes and placements, without compiling the optimizer's init."""
+    shapes = jax.eval_shape(lambda r: nn.unbox(self._boxed_params(r)), jax.random.key(0))
+    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                        shapes, self.param_shardings)
 
   def init_state(self, seed: int) -> State:
     with self.partitioner.context():
-      return jax.jit(self._init_state, out_shardings=self.state_shardings)(
-          jax.random.key(seed))
+      return self._compiled_init()(jax.random.key(seed))
 
   def state_from_params(self, params: Any) -> State:
     """A fresh optimizer state around given (e.g. fine-tuning) parameters."""
