@@ -20,7 +20,7 @@ def test_train_eval_infer(tmp_path):
   assert len(losses) == 6 and losses[-1] < losses[0] * 0.8, train.stdout
   assert sorted(p.name for p in model_dir.glob('checkpoint_*')) == ['checkpoint_30',
                                                                     'checkpoint_60']
-  assert 'train_script.train' in (model_dir / 'operative_config.gin').read_text()
+  assert 'train.total_steps = %TRAIN_STEPS' in (model_dir / 'operative_config.gin').read_text()
   assert list((model_dir / 'train').glob('events.out.tfevents.*'))
   in_train = [json.loads(l) for l in (model_dir / 'inference_eval' / 'metrics.jsonl').open()]
   assert {m['task'] for m in in_train} == {'runtime_copy', 'runtime_reverse'}

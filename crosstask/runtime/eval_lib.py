@@ -5,7 +5,8 @@ from typing import Any
 
 import gin
 
-from crosstask.runtime import checkpoints, data, evaluation, inference, partitioning
+from crosstask.runtime import checkpoints, data, evaluation, gin_utils, inference
+from crosstask.runtime import partitioning
 from crosstask.runtime import progress
 from crosstask.runtime import trainer as trainer_lib
 from crosstask.runtime import optimizers
@@ -46,6 +47,8 @@ def evaluate(*,
   template = _params_template(model, partitioner, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),
                                    num_examples=num_examples)
+  gin_utils.summarize_gin_config(output_dir)
+  gin_utils.write_operative_config(output_dir)
   if not evaluator.has_tasks:
     raise ValueError(f"'{dataset_cfg.mixture_or_task_name}' has no task with metrics to "
                      f"evaluate on split '{dataset_cfg.split}'.")

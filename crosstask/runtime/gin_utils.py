@@ -133,10 +133,19 @@ def summarize_gin_config(model_dir: str, summary_writer=None, step: int = 0) -> 
     summary_writer.write_texts(step, {'config': gin.markdown(text)})
 
 
+_OUTPUT_DIRS: list[str] = []
+
+
 def write_operative_config(model_dir: str) -> None:
-  """The parameters actually used so far (gin's operative config), as T5X writes it."""
+  """The parameters actually used so far (gin's operative config), as T5X writes it.
+
+  Gin records a configurable's own parameters only once its call returns, so the
+  entry point writes the file again after the job (see `run_main`).
+  """
   with open(os.path.join(model_dir, 'operative_config.gin'), 'w') as f:
     f.write(gin.operative_config_str())
+  if model_dir not in _OUTPUT_DIRS:
+    _OUTPUT_DIRS.append(model_dir)
 
 
 def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> None:
@@ -150,6 +159,8 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> No
   try:
     parse(files, bindings, paths)
     call_configured(fn, what)
+    for model_dir in _OUTPUT_DIRS:
+      write_operative_config(model_dir)
   except GinConfigError as e:
     print(f'ERROR: {e}', file=sys.stderr)
     raise SystemExit(2)

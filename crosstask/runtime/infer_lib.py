@@ -7,7 +7,8 @@ from typing import Any
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, eval_lib, inference, partitioning
+from crosstask.runtime import checkpoints, data, eval_lib, gin_utils, inference
+from crosstask.runtime import partitioning
 
 
 def _text(ex: dict, key: str, vocab) -> str:
@@ -45,6 +46,8 @@ def infer(*,
                                dataset_cfg.batch_size)
   converter = data.feature_converter(pack=False)
   os.makedirs(output_dir, exist_ok=True)
+  gin_utils.summarize_gin_config(output_dir)
+  gin_utils.write_operative_config(output_dir)
   written = []
   tasks = getattr(mixture, 'tasks', None) or [mixture]
   for task in tasks:
