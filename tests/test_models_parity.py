@@ -170,3 +170,19 @@ def test_bad_checkpoints_name_the_tensor(tmp_path):
     hf_import.params_from_hf_tensors(config, dict(tensors, **{"extra.weight": np.zeros(2)}))
   with pytest.raises(FileNotFoundError, match="config.json"):
     hf_import.load_hf_checkpoint(tmp_path)
+
+
+def test_bfloat16_safetensors_and_config_errors(tmp_path):
+  hf = _hf_model("t5_1_0", seed=12)
+  folder = tmp_path / "bf16"
+  folder.mkdir()
+  hf.config.save_pretrained(folder)
+  state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in hf.state_dict().items()}
+  safetensors.torch.save_file(state, str(folder / "model.safetensors"))
+  _, params = hf_import.load_hf_checkpoint(folder)
+  want = state["shared.weight"].float().numpy()
+  np.testing.assert_array_equal(params["token_embedder"]["embedding"], want)
+  with pytest.raises(ValueError, match="d_model"):
+    hf_import.config_from_hf({"vocab_size": 8, "d_ff": 4, "num_heads": 1, "d_kv": 2, "num_layers": 1})
+  with pytest.raises(ValueError, match="feed_forward_proj"):
+    hf_import.config_from_hf({**hf.config.to_dict(), "feed_forward_proj": "a-b-c"})

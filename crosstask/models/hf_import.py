@@ -31,6 +31,9 @@ _UNUSED = ("decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weig
 
 def config_from_hf(hf: Mapping, *, dtype: str = "float32") -> TransformerConfig:
   """Builds a TransformerConfig from a parsed HF T5 `config.json`."""
+  for key in ("vocab_size", "d_model", "d_ff", "num_heads", "d_kv", "num_layers"):
+    if key not in hf:
+      raise ValueError(f"config.json lacks {key!r}, needed for a T5-family model")
   proj = hf.get("feed_forward_proj", "relu")
   parts = proj.split("-")
   if len(parts) == 2 and parts[0] == "gated":
@@ -158,10 +161,12 @@ def read_tensors(folder: str | pathlib.Path) -> dict[str, np.ndarray]:
     files = [folder / "model.safetensors"]
   tensors: dict[str, np.ndarray] = {}
   if files:
-    import safetensors.torch  # pylint: disable=g-import-not-at-top  (handles bfloat16)
+    import safetensors  # pylint: disable=g-import-not-at-top
     for f in files:
-      for k, v in safetensors.torch.load_file(str(f)).items():
-        tensors[k] = v.float().numpy()
+      # The flax reader handles bfloat16 and needs no torch.
+      with safetensors.safe_open(str(f), framework="flax") as reader:
+        for k in reader.keys():
+          tensors[k] = np.asarray(reader.get_tensor(k).astype(jnp.float32))
     return tensors
   if (folder / "pytorch_model.bin").is_file():
     import torch  # pylint: disable=g-import-not-at-top
