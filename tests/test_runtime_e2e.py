@@ -48,6 +48,13 @@ def test_train_eval_infer(tmp_path):
   assert rows[0]['inputs'].startswith('reverse ') and isinstance(rows[0]['score'], float)
   assert set(rows[0]) >= {'inputs', 'targets', 'prediction', 'score'}
 
+  # Fine-tuning from the trained checkpoint takes its parameters, not its step.
+  tuned = rs.run(rs.train_cmd(tmp_path / 'tuned', 2, '--gin.EVAL_PERIOD=0',
+                              f"--gin.INITIAL_CHECKPOINT_PATH='{model_dir}/checkpoint_60'"))
+  assert tuned.returncode == 0, tuned.stdout[-3000:] + tuned.stderr[-3000:]
+  assert 'Initialised parameters from' in tuned.stdout
+  assert (tmp_path / 'tuned' / 'checkpoint_2').is_dir()
+
 
 @pytest.mark.slow
 def test_unknown_binding_on_command_line_fails_clearly(tmp_path):
@@ -79,6 +86,29 @@ def test_run_configs_resolve_from_search_paths(clean_gin):
                    "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"])
   assert gin.query_parameter('train_script.train.total_steps') is not None
   assert gin.query_parameter('utils.RestoreCheckpointConfig.params_only') is True
+
+
+@pytest.mark.parametrize('gin_file,bindings', [
+    ('csl/finetune_abstract_to_title.gin', []),
+    ('csl/xtask_meta.gin', ["PARTITION='2-1'"]),
+    ('csl/xtask_fewshot.gin', ["PARTITION='1-1'", 'SHOTS=4',
+                               "INITIAL_CHECKPOINT_PATH='/tmp/meta'"]),
+])
+def test_csl_configs_parse(clean_gin, gin_file, bindings):
+  gin_utils.parse([rs.TINY, gin_file], ["MODEL_DIR='/tmp/x'", *bindings])
+  assert gin.query_parameter('train_script.train.total_steps') is not None
+
+
+def test_scenario_names_exist():
+  import seqio
+  import crosstask.tasks  # noqa: F401  Registers the CSL tasks and mixtures.
+  from crosstask.runtime import scenarios
+  for kind in ('meta', 'few'):
+    seqio.get_mixture_or_task(scenarios.xtask_mixture('2-1', kind))
+  assert scenarios.episode_split(3, 'shots', 8) == 's3_k8'
+  assert 's3_k8' in seqio.get_mixture_or_task(scenarios.xtask_mixture('2-1', 'few')).splits
+  with pytest.raises(ValueError, match='PARTITION'):
+    scenarios.xtask_mixture('9-9')
 
 
 def test_unknown_task_suggests_close_names():

@@ -42,7 +42,6 @@ def evaluate(*,
              output_dir: str = gin.REQUIRED,
              num_examples: int | None = None) -> dict[int, dict]:
   """Evaluates each selected checkpoint on `dataset_cfg`; returns {step: {task: metrics}}."""
-  partitioning.initialize_distributed()
   partitioner = partitioner or partitioning.Partitioner()
   template = _params_template(model, partitioner, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),

@@ -158,6 +158,8 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> No
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
   try:
     parse(files, bindings, paths)
+    from crosstask.runtime import partitioning
+    partitioning.initialize_distributed()
     call_configured(fn, what)
     for model_dir in _OUTPUT_DIRS:
       write_operative_config(model_dir)

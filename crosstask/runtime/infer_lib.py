@@ -31,7 +31,6 @@ def infer(*,
   `score` is the model's log-likelihood of its prediction; `target_score` that of
   the reference target. Returns the files written.
   """
-  partitioning.initialize_distributed()
   partitioner = partitioner or partitioning.Partitioner()
   data.import_tasks(dataset_cfg.module)
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)

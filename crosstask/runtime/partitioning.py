@@ -83,8 +83,19 @@ class Partitioner:
             for k, v in local_batch.items()}
 
 
+_DISTRIBUTED = []
+
+
 @gin.configurable(module='partitioning')
-def initialize_distributed(enabled: bool = False, **kwargs) -> None:
-  """Multi-host start-up (`jax.distributed.initialize`), off unless asked for."""
-  if enabled:
-    jax.distributed.initialize(**kwargs)
+def initialize_distributed(enabled: bool = False, coordinator_address: str | None = None,
+                           num_processes: int | None = None,
+                           process_id: int | None = None) -> None:
+  """Multi-host start-up (`jax.distributed.initialize`), off unless asked for.
+
+  The entry points call it right after parsing gin, before anything touches the
+  devices (a Partitioner built by gin would otherwise see only local ones).
+  """
+  if enabled and not _DISTRIBUTED:
+    jax.distributed.initialize(coordinator_address=coordinator_address,
+                               num_processes=num_processes, process_id=process_id)
+    _DISTRIBUTED.append(True)

@@ -39,11 +39,14 @@ class Progress:
     sps = steps / dt
     tokens = self._sums.get('nonpadding_tokens', 0.0) / dt
     eta = (self.total - step) / sps if sps > 0 else float('nan')
+    if avg.get('nonpadding_tokens'):  # T5X sums the loss over tokens; show the mean too.
+      avg['loss_per_token'] = avg.get('cross_ent_loss', avg.get('loss', 0.0)) / avg['nonpadding_tokens']
     scalars = {f'train/{k}': v for k, v in avg.items()}
     scalars.update({'train/steps_per_sec': sps, 'train/tokens_per_sec': tokens})
     self.writer.write_scalars(step, scalars)
     self.writer.flush()
     line = (f'step {step}/{self.total}  loss {avg.get("loss", float("nan")):.4f}  '
+            f'({avg.get("loss_per_token", float("nan")):.3f}/token)  '
             f'lr {avg.get("learning_rate", float("nan")):.3g}  {sps:.2f} steps/s  '
             f'{tokens:.0f} tokens/s  ETA {eta:.0f}s')
     if jax.process_index() == 0:

@@ -60,7 +60,6 @@ def train(*,
   Mirrors t5x.train.train's arguments; `optimizer_fn` returns (optax transform,
   schedule) and is usually `optimizers.create_optimizer` configured in gin.
   """
-  partitioning.initialize_distributed()
   model_dir = os.path.abspath(model_dir)
   os.makedirs(model_dir, exist_ok=True)
   partitioner = partitioner or partitioning.Partitioner()
