@@ -3,8 +3,8 @@
     python -m crosstask.models.builder crosstask/gin/longlm/large.gin
     python -c "from crosstask.models import builder; builder.print_param_count('crosstask/gin/longlm/large.gin')"
 
-Gin include paths are relative to the repository root, which is added to gin's search
-path. Parsing a model file imports its vocabulary module (seqio); this module does not.
+Model files include each other relative to crosstask/gin (as the runtime's gin search
+path does); file arguments may be given relative to the repo root or the cwd. Parsing a model file imports its vocabulary module (seqio); this module does not.
 """
 
 import math
@@ -27,7 +27,7 @@ def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> N
   if isinstance(gin_files, (str, pathlib.Path)):
     gin_files = [gin_files]
   gin.clear_config()
-  for path in (str(ROOT), str(pathlib.Path.cwd())):
+  for path in (str(ROOT / "crosstask" / "gin"), str(ROOT), str(pathlib.Path.cwd())):
     if path not in gin.config._LOCATION_PREFIXES:  # pylint: disable=protected-access
       gin.add_config_file_search_path(path)
   gin.parse_config_files_and_bindings([str(f) for f in gin_files], list(bindings))
