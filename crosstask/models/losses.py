@@ -30,9 +30,12 @@ def compute_weighted_cross_entropy(
                            + (vocab - 1) * low * jnp.log(low + 1e-20))
   logits = logits.astype(jnp.float32)
   log_z = jax.nn.logsumexp(logits, axis=-1)
-  onehot = jax.nn.one_hot(targets, vocab, dtype=jnp.float32)
-  soft = onehot * (confidence - low) + low
-  loss = log_z - jnp.sum(soft * logits, axis=-1) - normalizing_constant
+  # sum(soft_targets * logits) without materialising the [..., V] soft targets.
+  target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+  soft_dot = (confidence - low) * target_logit
+  if label_smoothing:
+    soft_dot = soft_dot + low * jnp.sum(logits, axis=-1)
+  loss = log_z - soft_dot - normalizing_constant
   total_z = z_loss * jnp.square(log_z)
   loss = loss + total_z
   if weights is None:
