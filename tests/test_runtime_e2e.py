@@ -78,6 +78,9 @@ def test_gin_error_names_the_file(tmp_path, clean_gin):
   assert str(bad) in str(e.value) and 'total_step' in str(e.value)
   with pytest.raises(gin_utils.GinConfigError, match='not found'):
     gin_utils.parse(['runs/no_such.gin'], [])
+  gin.clear_config()
+  with pytest.raises(gin_utils.GinConfigError, match=r'(?s)MODEL_DIR.*--gin.NAME=VALUE'):
+    gin_utils.parse([rs.TINY, 'runs/finetune.gin'], ['TRAIN_STEPS=3'])
 
 
 def test_run_configs_resolve_from_search_paths(clean_gin):

@@ -111,7 +111,11 @@ def parse(files: Sequence[str], bindings: Sequence[str],
       gin.parse_config(b)
     except Exception as e:
       raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}') from e
-  gin.finalize()
+  try:
+    gin.finalize()
+  except ValueError as e:  # A `%gin.REQUIRED` macro nobody set, e.g. MODEL_DIR.
+    raise GinConfigError(f'{e}\nSet it on the command line (--gin.NAME=VALUE) or in a gin '
+                         f'file; files parsed: {list(files)}') from e
 
 
 def call_configured(fn, what: str):
