@@ -1,0 +1,16 @@
+"""A lean T5X-style runtime: gin command lines, sharded training, orbax, SeqIO eval.
+
+  train_lib / eval_lib / infer_lib   the gin-configured jobs behind
+                                     `python -m crosstask.{train,eval,infer}`
+  trainer       train state and the jitted, sharded train step
+  partitioning  the ('data', 'model') mesh and logical-axis rules
+  optimizers    Adafactor / AdamW and T5X's learning-rate schedules (optax)
+  checkpoints   orbax save/restore, parameters-only loads, shape checks
+  data          SeqIO pipelines (DatasetConfig), resumable by batch count
+  inference     batched predict/score; evaluation: seqio.Evaluator + summaries
+  progress      console progress and TensorBoard scalars
+  gin_utils     flag parsing, search paths, errors naming their file
+  scenarios     CSL scenario names for gin; demo: the demo hook
+
+Nothing here imports TensorFlow or SeqIO at module load.
+"""
