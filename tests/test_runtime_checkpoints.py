@@ -17,10 +17,14 @@ from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as 
 SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
 
 
-def _trainer(d_model: int = 32) -> trainer_lib.Trainer:
-  cfg = config_lib.TransformerConfig(
+def _config(d_model: int = 32) -> config_lib.TransformerConfig:
+  return config_lib.TransformerConfig(
       vocab_size=264, d_model=d_model, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
       num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
+
+
+def _trainer(d_model: int = 32) -> trainer_lib.Trainer:
+  cfg = _config(d_model)
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
   tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
@@ -73,3 +77,14 @@ def test_params_only_load_and_shape_mismatch(saved):
     checkpoints.load_params(str(model_dir), wider.abstract_params())
   with pytest.raises(FileNotFoundError, match='does not exist'):
     checkpoints.load_params(str(model_dir / 'nowhere'), trainer.abstract_params())
+
+
+def test_params_from_a_hugging_face_folder(saved, tmp_path):
+  from crosstask.models import hf_import
+  _, trainer, state = saved
+  folder = hf_import.save_hf_checkpoint(tmp_path / 'hf', _config(), state['params'])
+  params = checkpoints.load_params(str(folder), trainer.abstract_params())
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6),
+               jax.device_get(params), state['params'])
+  with pytest.raises(ValueError, match=r"parameter '.*' has shape"):
+    checkpoints.load_params(str(folder), _trainer(d_model=64).abstract_params())

@@ -100,26 +100,47 @@ def _flat(tree: Any) -> dict[str, Any]:
   return {jax.tree_util.keystr(k, simple=True, separator='/'): v for k, v in flat}
 
 
+def _compare_shapes(saved: dict[str, Any], want: dict[str, Any], source: str) -> None:
+  missing = sorted(set(want) - set(saved))
+  if missing:
+    raise ValueError(f'Checkpoint {source} lacks {len(missing)} entries the model needs, '
+                     f'e.g. {missing[:5]}.')
+  for name, target in want.items():
+    got = tuple(getattr(saved[name], 'shape', ()) or ())
+    if got != tuple(target.shape):
+      raise ValueError(f"Checkpoint {source}: parameter '{name}' has shape {got}, "
+                       f'the model expects {tuple(target.shape)}.')
+
+
 def check_shapes(state_dir: str, abstract: Any, subtree: str | None = None) -> None:
   """Fails naming the parameter when the checkpoint's shapes differ from the model's."""
   meta = ocp.StandardCheckpointer().metadata(state_dir)
   meta = getattr(meta, 'item_metadata', meta)
   meta = getattr(meta, 'tree', meta)
-  saved = _flat(meta[subtree] if subtree else meta)
-  want = _flat(abstract)
-  missing = sorted(set(want) - set(saved))
-  if missing:
-    raise ValueError(f'Checkpoint {state_dir} lacks {len(missing)} entries the model needs, '
-                     f'e.g. {missing[:5]}.')
-  for name, target in want.items():
-    got = tuple(getattr(saved[name], 'shape', ()) or ())
-    if got != tuple(target.shape):
-      raise ValueError(f"Checkpoint {state_dir}: parameter '{name}' has shape {got}, "
-                       f'the model expects {tuple(target.shape)}.')
+  _compare_shapes(_flat(meta[subtree] if subtree else meta), _flat(abstract), state_dir)
+
+
+def is_hf_checkpoint(path: str) -> bool:
+  return os.path.isfile(os.path.join(path, 'config.json'))
+
+
+def load_hf_params(path: str, abstract_params: Any) -> Any:
+  """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed."""
+  from crosstask.models import hf_import
+  _, params = hf_import.load_hf_checkpoint(path)
+  _compare_shapes(_flat(params), _flat(abstract_params), path)
+  return jax.tree.map(lambda a, x: jax.device_put(np.asarray(x, a.dtype), a.sharding),
+                      abstract_params, params)
 
 
 def load_params(path: str, abstract_params: Any) -> Any:
-  """Only the parameters of a checkpoint, placed like `abstract_params` (shape-checked)."""
+  """Only the parameters of a checkpoint, placed like `abstract_params` (shape-checked).
+
+  `path` is an orbax checkpoint (a step, a model directory, or a 'state' item)
+  or a Hugging Face folder, as written by `crosstask.models.hf_import`.
+  """
+  if os.path.isdir(path) and is_hf_checkpoint(path):
+    return load_hf_params(path, abstract_params)
   state_dir = resolve_state_dir(path)
   meta = ocp.StandardCheckpointer().metadata(state_dir)
   meta = getattr(meta, 'item_metadata', meta)
