@@ -77,7 +77,7 @@ def per_host_batch_size(global_batch: int) -> int:
 
 
 def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
-                skip_batches: int = 0):
+                skip_batches: int = 0, drop_remainder: bool = True):
   """Batched, feature-converted tf.data for this host; skips `skip_batches` batches.
 
   The order depends only on `cfg.seed`, so skipping the batches a run has already
@@ -97,7 +97,7 @@ def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
       shard_info=seqio.ShardInfo(index=jax.process_index(), num_shards=jax.process_count()),
       use_cached=cfg.use_cached,
       seed=cfg.seed)
-  ds = ds.batch(per_host_batch_size(cfg.batch_size), drop_remainder=True)
+  ds = ds.batch(per_host_batch_size(cfg.batch_size), drop_remainder=drop_remainder)
   if skip_batches:
     ds = ds.skip(skip_batches)
   return ds

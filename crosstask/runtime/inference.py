@@ -51,6 +51,10 @@ class Inference:
       if n < self.batch_size:
         feats = {k: np.concatenate([v, np.zeros((self.batch_size - n,) + v.shape[1:], v.dtype)])
                  for k, v in feats.items()}
+      # Every host reads the whole eval set; each contributes its slice of the batch.
+      per_host = self.batch_size // jax.process_count()
+      lo = jax.process_index() * per_host
+      feats = {k: v[lo:lo + per_host] for k, v in feats.items()}
       yield np.asarray(index), self.partitioner.shard_batch(feats), n
 
   def predict_with_aux(self, params, ds) -> tuple[list, dict[str, list]]:

@@ -24,11 +24,14 @@ def _mean_metrics(model, partitioner, params, param_shardings, cfg: data.Dataset
   fn = jax.jit(lambda p, b: model.loss_fn(p, b, None)[1],
                in_shardings=(param_shardings, partitioner.data_sharding))
   sums, n = {}, 0
-  ds = data.get_dataset(cfg, num_epochs=1)
+  # The last, short batch is zero-padded: padding has zero loss weight.
+  ds = data.get_dataset(cfg, num_epochs=1, drop_remainder=False)
+  local_batch = data.per_host_batch_size(cfg.batch_size)
   with partitioner.context():
     for i, batch in enumerate(data.numpy_batches(ds)):
       if max_batches and i >= max_batches:
         break
+      batch, _ = data.pad_batch(batch, local_batch)
       metrics = jax.device_get(fn(params, partitioner.shard_batch(batch)))
       for k, v in metrics.items():
         sums[k] = sums.get(k, 0.0) + float(v)
