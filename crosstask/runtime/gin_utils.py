@@ -27,6 +27,16 @@ CONFIGURABLE_MODULES = (
     'crosstask.models', 'crosstask.tasks.vocabularies')
 
 
+USAGE = """Runs {what} configured by gin, as T5X does:
+  --gin_file=FILE          a gin file (repeatable; relative paths are also looked up
+                           in crosstask/gin and crosstask/t5x_configs), e.g.
+                           --gin_file=t5_1_1/tiny.gin --gin_file=runs/finetune.gin
+  --gin.NAME=VALUE         a binding or macro, e.g. --gin.MODEL_DIR="'/tmp/run'"
+  --gin_bindings=BINDING   the same, T5X's older spelling
+  --gin_search_paths=DIRS  extra comma-separated directories for gin files
+  --tfds_data_dir=DIR      where TFDS-backed tasks find their data"""
+
+
 class GinConfigError(ValueError):
   """A gin file or binding that does not parse; the message names its source."""
 
@@ -119,12 +129,13 @@ def parse(files: Sequence[str], bindings: Sequence[str],
 
 
 def call_configured(fn, what: str):
-  """Calls a configured function; gin errors at call time (missing values) are named."""
+  """Calls a configured function; a required argument gin never got is named clearly."""
   try:
     return fn()
-  except Exception as e:
-    if type(e).__module__.startswith('gin') or 'gin' in str(e).lower() and 'REQUIRED' in str(e):
-      raise GinConfigError(f'Gin configuration of {what} is incomplete:\n{e}') from e
+  except RuntimeError as e:
+    if 'Required bindings' in str(e):
+      raise GinConfigError(f'Gin configuration of {what} is incomplete (did you pass a model '
+                           f'gin file and a runs/*.gin file?):\n{e}') from e
     raise
 
 
@@ -154,7 +165,13 @@ def write_operative_config(model_dir: str) -> None:
 
 def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> None:
   """Entry-point body: parse the command line, apply side flags, call `fn` via gin."""
-  files, bindings, paths, other = split_args(sys.argv[1:] if argv is None else argv)
+  argv = sys.argv[1:] if argv is None else list(argv)
+  if not argv or argv[0] in ('-h', '--help', 'help'):
+    print(USAGE.format(what=what))
+    if not argv:
+      raise SystemExit(2)
+    return
+  files, bindings, paths, other = split_args(argv)
   if 'tfds_data_dir' in other:
     import seqio
     seqio.set_tfds_data_dir_override(other.pop('tfds_data_dir'))
