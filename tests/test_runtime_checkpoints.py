@@ -2,10 +2,8 @@
 
 import shutil
 
-import flax.linen as nn
 import jax
 import numpy as np
-import optax
 import pytest
 import seqio
 
@@ -66,6 +64,12 @@ def test_half_written_checkpoint_is_ignored(saved, tmp_path):
   mgr = checkpoints.manager(str(copy))
   assert mgr.latest_step() == 2
   assert checkpoints.resolve_state_dir(str(copy)).endswith('checkpoint_2/state')
+  only_tmp = tmp_path / 'only_tmp'
+  shutil.copytree(copy / 'checkpoint_3.orbax-checkpoint-tmp-1234',
+                  only_tmp / 'checkpoint_3.orbax-checkpoint-tmp-1234')
+  assert checkpoints.steps_in(str(only_tmp)) == []
+  with pytest.raises(FileNotFoundError, match='No complete checkpoint'):
+    checkpoints.load_params(str(only_tmp), trainer.abstract_params())
 
 
 def test_params_only_load_and_shape_mismatch(saved):

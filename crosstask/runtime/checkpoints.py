@@ -90,9 +90,10 @@ def resolve_state_dir(path: str, step: int | None = None) -> str:
   if steps:
     step = max(steps) if step is None else step
     return os.path.join(path, f'{STEP_PREFIX}_{step}', 'state')
-  if ocp.utils.is_checkpoint_finalized(path) if hasattr(ocp.utils, 'is_checkpoint_finalized') else True:
-    return path
-  raise FileNotFoundError(f'No complete checkpoint under {path}.')
+  if os.path.isfile(os.path.join(path, '_METADATA')) and '.orbax-checkpoint-tmp' not in path:
+    return path  # Already a saved pytree item.
+  raise FileNotFoundError(f'No complete checkpoint under {path} (an interrupted save leaves '
+                          'only *.orbax-checkpoint-tmp-* directories, which are ignored).')
 
 
 def _flat(tree: Any) -> dict[str, Any]:

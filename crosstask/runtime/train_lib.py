@@ -6,10 +6,8 @@ the dropout key, so a killed-and-resumed run matches an uninterrupted one.
 """
 
 import os
-import time
 from typing import Any, Callable
 
-from absl import logging
 import gin
 import jax
 import numpy as np

@@ -5,7 +5,6 @@ Parameters are placed by the logical-axis rules; the optimizer state takes the
 placement XLA propagates from them, read back from the compiled initialiser.
 """
 
-import functools
 from typing import Any, Callable, Mapping
 
 import flax.linen as nn
