@@ -76,9 +76,12 @@ def test_cached_decoding_equals_full_forward(tied):
   dec[:, 0] = 0
   full = model.apply(variables, enc, dec)
   encoded = model.apply(variables, enc, method=model.encode)
-  _, cache = model.apply(variables, encoded, enc, dec, decode=True, method=model.decode,
-                         mutable=["cache"])
-  cache = jax.tree_util.tree_map(jnp.zeros_like, cache["cache"])
+  # A single dummy token sizes the cache (max_decode_length) and stores encoder keys/values.
+  _, cache = model.apply(variables, encoded, enc, dec[:, :1], decode=True, max_decode_length=8,
+                         method=model.decode, mutable=["cache"])
+  cache = cache["cache"]
+  assert cache["decoder"]["layers_0"]["self_attention"]["cached_key"].shape == (2, 8, 4, 8)
+  assert cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"].shape == (2, 8, 4, 8)
   steps = []
   for i in range(dec.shape[1]):
     logits, mutated = model.apply({**variables, "cache": cache}, encoded, enc, dec[:, i:i + 1],

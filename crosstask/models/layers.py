@@ -110,12 +110,19 @@ class RelativePositionBias(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
-  """T5 attention: no 1/sqrt(d) scaling (folded into the query init), optional kv cache."""
+  """T5 attention: no 1/sqrt(d) scaling (folded into the query init), optional kv cache.
+
+  With decode=True, self-attention caches keys/values of past tokens (length
+  `cache_length`, default the input length) and cross-attention caches the projected
+  encoder keys/values, so each step projects only the new token.
+  """
   config: TransformerConfig
+  is_cross_attention: bool = False
 
   @nn.compact
   def __call__(self, inputs_q: jax.Array, inputs_kv: jax.Array, bias: jax.Array | None,
-               *, decode: bool = False, enable_dropout: bool = False) -> jax.Array:
+               *, decode: bool = False, enable_dropout: bool = False,
+               cache_length: int | None = None) -> jax.Array:
     cfg = self.config
     dt, pdt = cfg.compute_dtype, cfg.params_dtype
     h, d, dm = cfg.num_heads, cfg.d_kv, cfg.d_model
@@ -125,17 +132,28 @@ class MultiHeadAttention(nn.Module):
     wv = _param(self, "value", normal(dm ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
     wo = _param(self, "out", normal((h * d) ** -0.5), (h, d, dm), ("heads", "kv", "embed"), pdt)
     qkv_names = ("batch", "length", "heads", "kv")
-    query = nn.with_logical_constraint(
-        jnp.einsum("bld,dhk->blhk", inputs_q, wq.astype(dt)), qkv_names)
-    key = nn.with_logical_constraint(
-        jnp.einsum("bld,dhk->blhk", inputs_kv, wk.astype(dt)), qkv_names)
-    value = nn.with_logical_constraint(
-        jnp.einsum("bld,dhk->blhk", inputs_kv, wv.astype(dt)), qkv_names)
 
-    if decode:
+    def project(x, w):
+      return nn.with_logical_constraint(jnp.einsum("bld,dhk->blhk", x, w.astype(dt)), qkv_names)
+
+    query = project(inputs_q, wq)
+    if decode and self.is_cross_attention:
+      if self.has_variable("cache", "cross_key"):
+        key = self.get_variable("cache", "cross_key")
+        value = self.get_variable("cache", "cross_value")
+      else:
+        key, value = project(inputs_kv, wk), project(inputs_kv, wv)
+        self.put_variable("cache", "cross_key", key)
+        self.put_variable("cache", "cross_value", value)
+    else:
+      key, value = project(inputs_kv, wk), project(inputs_kv, wv)
+
+    if decode and not self.is_cross_attention:
       initialized = self.has_variable("cache", "cached_key")
-      cached_key = self.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
-      cached_value = self.variable("cache", "cached_value", jnp.zeros, value.shape, value.dtype)
+      b, length = key.shape[0], cache_length or key.shape[1]
+      cached_key = self.variable("cache", "cached_key", jnp.zeros, (b, length, h, d), key.dtype)
+      cached_value = self.variable("cache", "cached_value", jnp.zeros, (b, length, h, d),
+                                   value.dtype)
       cache_index = self.variable("cache", "cache_index", lambda: jnp.array(0, jnp.int32))
       if initialized:
         if query.shape[1] != 1:

@@ -6,7 +6,6 @@ otherwise `prompt_with_targets=True` forces the leading nonzero tokens of
 `batch['decoder_input_tokens'][:, 1:]` (the targets after the start token 0).
 """
 
-import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -157,10 +156,11 @@ class EncoderDecoderModel:
     max_len = dec_in.shape[1]
     module = self.module
     encoded = module.apply({"params": params}, enc, method=module.encode)
-    cache_shapes = jax.eval_shape(
-        functools.partial(module.apply, decode=True, method=module.decode, mutable=["cache"]),
-        {"params": params}, encoded, enc, dec_in)[1]["cache"]
-    cache = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), cache_shapes)
+    # One dummy token: sizes the self-attention caches and projects encoder keys/values once.
+    _, init = module.apply({"params": params}, encoded, enc, jnp.zeros_like(dec_in[:, :1]),
+                           decode=True, max_decode_length=max_len, method=module.decode,
+                           mutable=["cache"])
+    cache = init["cache"]
     if "decoder_prompt_tokens" in batch:
       prompt = batch["decoder_prompt_tokens"].astype(jnp.int32)
     elif prompt_with_targets:

@@ -46,16 +46,17 @@ class DecoderLayer(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, x, encoded, self_bias, cross_bias, *, enable_dropout=False, decode=False):
+  def __call__(self, x, encoded, self_bias, cross_bias, *, enable_dropout=False, decode=False,
+               cache_length=None):
     cfg = self.config
     drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=not enable_dropout)
     y = layers.RMSNorm(cfg, name="pre_self_attention_layer_norm")(x)
     y = layers.MultiHeadAttention(cfg, name="self_attention")(
-        y, y, self_bias, decode=decode, enable_dropout=enable_dropout)
+        y, y, self_bias, decode=decode, enable_dropout=enable_dropout, cache_length=cache_length)
     x = x + drop(y)
     y = layers.RMSNorm(cfg, name="pre_cross_attention_layer_norm")(x)
-    y = layers.MultiHeadAttention(cfg, name="encoder_decoder_attention")(
-        y, encoded, cross_bias, enable_dropout=enable_dropout)
+    y = layers.MultiHeadAttention(cfg, is_cross_attention=True, name="encoder_decoder_attention")(
+        y, encoded, cross_bias, decode=decode, enable_dropout=enable_dropout)
     x = x + drop(y)
     y = layers.RMSNorm(cfg, name="pre_mlp_layer_norm")(x)
     y = layers.MlpBlock(cfg, name="mlp")(y, enable_dropout=enable_dropout)
@@ -119,7 +120,8 @@ class Decoder(nn.Module):
     x = nn.with_logical_constraint(x, _EMBED)
     for i in range(cfg.num_decoder_layers):
       x = DecoderLayer(cfg, name=f"layers_{i}")(
-          x, encoded, self_bias, cross_bias, enable_dropout=enable_dropout, decode=decode)
+          x, encoded, self_bias, cross_bias, enable_dropout=enable_dropout, decode=decode,
+          cache_length=max_decode_length)
     x = layers.RMSNorm(cfg, name="decoder_norm")(x)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     if cfg.logits_via_embedding:
@@ -159,8 +161,10 @@ class Transformer(nn.Module):
              decode: bool = False, max_decode_length: int | None = None) -> jax.Array:
     """Decoder logits float32 [B, T, V]; with decode=True uses the 'cache' collection.
 
-    The first decode=True call (cache absent, full-length inputs) creates the cache;
-    later calls take one token each and need `max_decode_length` (the cache length).
+    The first decode=True call (cache absent) creates the cache: self-attention caches
+    of length `max_decode_length` (default: the input length), zero-filled, and the
+    projected encoder keys/values; it can take a single dummy token. Later calls take
+    one token each and need the same `max_decode_length`.
     """
     del decoder_positions
     return self.decoder(encoded, encoder_input_tokens, decoder_input_tokens,
