@@ -1,7 +1,7 @@
 """What a researcher watches: console progress and TensorBoard scalars."""
 
 import time
-from typing import Mapping
+from typing import Any, Mapping
 
 from absl import logging
 import jax
@@ -24,14 +24,24 @@ class Progress:
   def __init__(self, total_steps: int, start_step: int, writer, every: int = 10,
                echo=print):
     self.total, self.every, self.writer, self.echo = total_steps, every, writer, echo
-    self._t, self._step0, self._sums, self._n = time.time(), start_step, {}, 0
+    self._t, self._step0, self._pending = time.time(), start_step, []
+    self.last: dict[str, float] = {}
 
-  def update(self, step: int, metrics: Mapping[str, float]) -> None:
-    for k, v in metrics.items():
-      self._sums[k] = self._sums.get(k, 0.0) + float(np.asarray(v))
-    self._n += 1
+  def update(self, step: int, metrics: Mapping[str, Any]) -> None:
+    """Keeps the step's (device) metrics; reads them back only at report steps.
+
+    Not fetching every step lets the host run ahead of the accelerator.
+    """
+    self._pending.append(metrics)
     if step % self.every and step != self.total:
       return
+    fetched = jax.device_get(self._pending)
+    self.last = {k: float(np.asarray(v)) for k, v in fetched[-1].items()}
+    sums: dict[str, float] = {}
+    for m in fetched:
+      for k, v in m.items():
+        sums[k] = sums.get(k, 0.0) + float(np.asarray(v))
+    self._sums, self._n = sums, len(fetched)
     now = time.time()
     steps = step - self._step0
     dt = max(now - self._t, 1e-9)
@@ -52,4 +62,4 @@ class Progress:
     if jax.process_index() == 0:
       self.echo(line, flush=True)
     logging.info(line)
-    self._t, self._step0, self._sums, self._n = now, step, {}, 0
+    self._t, self._step0, self._pending = now, step, []

@@ -109,7 +109,6 @@ def train(*,
     state, metrics = trainer.train_step(state, batch, rng)
     step += 1
     consumed += 1
-    metrics = jax.device_get(metrics)
     report.update(step, metrics)
     if step == start + 1:
       gin_utils.write_operative_config(model_dir)
@@ -129,4 +128,6 @@ def train(*,
   mgr.wait_until_finished()
   mgr.close()
   writer.close()
-  return step, {k: float(np.asarray(v)) for k, v in metrics.items()}
+  if metrics and not report.last:
+    report.last = {k: float(np.asarray(v)) for k, v in jax.device_get(metrics).items()}
+  return step, report.last
