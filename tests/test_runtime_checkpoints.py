@@ -92,3 +92,13 @@ def test_params_from_a_hugging_face_folder(saved, tmp_path):
                jax.device_get(params), state['params'])
   with pytest.raises(ValueError, match=r"parameter '.*' has shape"):
     checkpoints.load_params(str(folder), _trainer(d_model=64).abstract_params())
+
+
+def test_keeps_only_the_newest(saved, tmp_path):
+  _, _, state = saved
+  mgr = checkpoints.manager(str(tmp_path), checkpoints.SaveCheckpointConfig(keep=2))
+  for step in (10, 20, 30):
+    checkpoints.save(mgr, step, state, batches_consumed=step)
+  mgr.wait_until_finished()
+  mgr.close()
+  assert checkpoints.steps_in(str(tmp_path)) == [20, 30]

@@ -92,6 +92,8 @@ def test_run_configs_resolve_from_search_paths(clean_gin):
 
 
 @pytest.mark.parametrize('gin_file,bindings', [
+    ('runs/pretrain.gin', ['TRAIN_STEPS=5', "MIXTURE_OR_TASK_NAME='x'",
+                           "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"]),
     ('csl/finetune_abstract_to_title.gin', []),
     ('csl/xtask_meta.gin', ["PARTITION='2-1'"]),
     ('csl/xtask_fewshot.gin', ["PARTITION='1-1'", 'SHOTS=4',
