@@ -16,25 +16,28 @@ from crosstask.runtime import checkpoints, data, gin_utils, inference, optimizer
 from crosstask.runtime import partitioning, progress, trainer as trainer_lib
 
 
-def _mean_metrics(model, partitioner, params, param_shardings, cfg: data.DatasetConfig,
-                  max_batches: int) -> dict[str, float]:
-  """Teacher-forced loss and accuracy on an eval split (T5X's train_eval)."""
+def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetConfig,
+                         max_batches: int) -> Callable[[Any], dict[str, float]]:
+  """T5X's train_eval: mean teacher-forced metrics (loss, accuracy) on an eval split."""
   fn = jax.jit(lambda p, b: model.loss_fn(p, b, None)[1],
                in_shardings=(param_shardings, partitioner.data_sharding))
-  sums, n = {}, 0
-  # The last, short batch is zero-padded: padding has zero loss weight.
-  ds = data.get_dataset(cfg, num_epochs=1, drop_remainder=False)
   local_batch = data.per_host_batch_size(cfg.batch_size)
-  with partitioner.context():
-    for i, batch in enumerate(data.numpy_batches(ds)):
-      if max_batches and i >= max_batches:
-        break
-      batch, _ = data.pad_batch(batch, local_batch)
-      metrics = jax.device_get(fn(params, partitioner.shard_batch(batch)))
-      for k, v in metrics.items():
-        sums[k] = sums.get(k, 0.0) + float(v)
-      n += 1
-  return {k: v / n for k, v in sums.items()} if n else {}
+
+  def evaluate(params) -> dict[str, float]:
+    sums, n = {}, 0
+    # The last, short batch is zero-padded: padding has zero loss weight.
+    ds = data.get_dataset(cfg, num_epochs=1, drop_remainder=False)
+    with partitioner.context():
+      for i, batch in enumerate(data.numpy_batches(ds)):
+        if max_batches and i >= max_batches:
+          break
+        batch, _ = data.pad_batch(batch, local_batch)
+        metrics = jax.device_get(fn(params, partitioner.shard_batch(batch)))
+        for k, v in metrics.items():
+          sums[k] = sums.get(k, 0.0) + float(v)
+        n += 1
+    return {k: v / n for k, v in sums.items()} if n else {}
+  return evaluate
 
 
 @gin.configurable(module='train_script')
@@ -96,7 +99,9 @@ def train(*,
     runner = inference.Inference(model, partitioner, trainer.param_shardings,
                                  infer_eval_dataset_cfg.batch_size)
   if eval_period and train_eval_dataset_cfg is not None:
-    train_eval = progress.writer(os.path.join(model_dir, 'training_eval'))
+    train_eval = _teacher_forced_eval(model, partitioner, trainer.param_shardings,
+                                      train_eval_dataset_cfg, eval_steps)
+    train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
 
   ds = data.get_dataset(train_dataset_cfg, num_epochs=None, skip_batches=consumed)
   batches = data.numpy_batches(ds)
@@ -116,10 +121,9 @@ def train(*,
       checkpoints.save(mgr, step, state, consumed)
     if eval_period and (step % eval_period == 0 or step == total_steps):
       if train_eval is not None:
-        m = _mean_metrics(model, partitioner, state['params'], trainer.param_shardings,
-                          train_eval_dataset_cfg, eval_steps)
-        train_eval.write_scalars(step, {f'training_eval/{k}': v for k, v in m.items()})
-        train_eval.flush()
+        m = train_eval(state['params'])
+        train_eval_writer.write_scalars(step, {f'training_eval/{k}': v for k, v in m.items()})
+        train_eval_writer.flush()
         print(f'step {step} training_eval ' + ' '.join(f'{k} {v:.4f}' for k, v in m.items()),
               flush=True)
       if infer_eval is not None and infer_eval.has_tasks:
