@@ -56,20 +56,21 @@ def test_restore_gives_state_and_data_position(saved):
 
 def test_half_written_checkpoint_is_ignored(saved, tmp_path):
   model_dir, trainer, _ = saved
-  copy = tmp_path / 'run'
+  copy, only_tmp = tmp_path / 'run', tmp_path / 'only_tmp'
   shutil.copytree(model_dir, copy)
   # What a kill during a save leaves: orbax's temporary directory, never finalized.
-  shutil.copytree(copy / 'checkpoint_2', copy / 'checkpoint_3.orbax-checkpoint-tmp-1234')
+  tmp_name = 'checkpoint_3.orbax-checkpoint-tmp-1234'
+  shutil.copytree(copy / 'checkpoint_2', copy / tmp_name)
+  shutil.copytree(copy / 'checkpoint_2', only_tmp / tmp_name)
   assert checkpoints.steps_in(str(copy)) == [1, 2]
-  mgr = checkpoints.manager(str(copy))
-  assert mgr.latest_step() == 2
   assert checkpoints.resolve_state_dir(str(copy)).endswith('checkpoint_2/state')
-  only_tmp = tmp_path / 'only_tmp'
-  shutil.copytree(copy / 'checkpoint_3.orbax-checkpoint-tmp-1234',
-                  only_tmp / 'checkpoint_3.orbax-checkpoint-tmp-1234')
   assert checkpoints.steps_in(str(only_tmp)) == []
   with pytest.raises(FileNotFoundError, match='No complete checkpoint'):
     checkpoints.load_params(str(only_tmp), trainer.abstract_params())
+  # A restarted run's manager resumes from step 2 and clears the leftover.
+  mgr = checkpoints.manager(str(copy))
+  assert mgr.latest_step() == 2
+  mgr.close()
 
 
 def test_params_only_load_and_shape_mismatch(saved):
