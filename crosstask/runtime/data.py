@@ -87,16 +87,22 @@ def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
   import_tasks(cfg.module)
   task = get_mixture_or_task(cfg.mixture_or_task_name)
   check_split(task, cfg.split)
-  ds = seqio.get_dataset(
-      cfg.mixture_or_task_name,
-      task_feature_lengths=dict(cfg.task_feature_lengths),
-      dataset_split=cfg.split,
-      shuffle=cfg.shuffle,
-      num_epochs=num_epochs,
-      feature_converter=feature_converter(cfg.pack),
-      shard_info=seqio.ShardInfo(index=jax.process_index(), num_shards=jax.process_count()),
-      use_cached=cfg.use_cached,
-      seed=cfg.seed)
+  try:
+    ds = seqio.get_dataset(
+        cfg.mixture_or_task_name,
+        task_feature_lengths=dict(cfg.task_feature_lengths),
+        dataset_split=cfg.split,
+        shuffle=cfg.shuffle,
+        num_epochs=num_epochs,
+        feature_converter=feature_converter(cfg.pack),
+        shard_info=seqio.ShardInfo(index=jax.process_index(), num_shards=jax.process_count()),
+        use_cached=cfg.use_cached,
+        seed=cfg.seed)
+  except ValueError as e:
+    if 'Shuffling is disallowed' in str(e):
+      raise ValueError(f'{e} Set --gin.SHUFFLE=False (DatasetConfig.shuffle) for '
+                       f"'{cfg.mixture_or_task_name}'.") from e
+    raise
   ds = ds.batch(per_host_batch_size(cfg.batch_size), drop_remainder=drop_remainder)
   if skip_batches:
     ds = ds.skip(skip_batches)
