@@ -1,7 +1,9 @@
 """Where data lives: the official benchmark root and the bundled sample."""
 
+import contextlib
 import os
 import pathlib
+from collections.abc import Iterator
 
 DATA_DIR_ENV = "CROSSTASK_DATA_DIR"
 SAMPLE_DIR = pathlib.Path(__file__).parent / "data" / "sample"
@@ -24,3 +26,17 @@ def require_data_dir(*parts: str) -> pathlib.Path:
   if not path.exists():
     raise FileNotFoundError(f"{path} does not exist under {DATA_DIR_ENV}={root}")
   return path
+
+
+@contextlib.contextmanager
+def use_data_dir(path: str | os.PathLike) -> Iterator[pathlib.Path]:
+  """Reads data from `path` inside the block (readers resolve the root at read time)."""
+  old = os.environ.get(DATA_DIR_ENV)
+  os.environ[DATA_DIR_ENV] = str(path)
+  try:
+    yield pathlib.Path(path)
+  finally:
+    if old is None:
+      os.environ.pop(DATA_DIR_ENV, None)
+    else:
+      os.environ[DATA_DIR_ENV] = old

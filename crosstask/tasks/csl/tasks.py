@@ -25,6 +25,8 @@ from crosstask.tasks.csl import fields as F
 from crosstask.tasks.csl import readers
 from crosstask.tasks.csl import sampling
 
+# Larger than the bundled sample and a CSL episode, so those are shuffled whole.
+SHUFFLE_BUFFER_SIZE = 10_000
 SPLIT_FILES = {"train": "train", "validation": "dev", "test": "test",
                readers.FULL_SPLIT: readers.FULL_SPLIT}
 
@@ -188,7 +190,8 @@ def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
       ],
       postprocess_fn=functools.partial(postprocess, outputs=outputs, lang=lang),
       metric_fns=[functools.partial(csl_metric, outputs=outputs)],
-      shuffle_buffer_size=None)
+      # Seeded by get_dataset(seed=...), so a training order is reproducible.
+      shuffle_buffer_size=SHUFFLE_BUFFER_SIZE)
   if register:
     seqio.TaskRegistry.add_provider(name, task)
   return task
