@@ -11,6 +11,7 @@ from typing import Sequence
 
 import gin
 
+from crosstask import paths
 from crosstask.runtime import gin_utils, train_lib
 
 DEMO_GIN = 'csl/demo_tiny.gin'
@@ -18,13 +19,20 @@ DEMO_GIN = 'csl/demo_tiny.gin'
 
 def train_and_evaluate(model_dir: str, *, steps: int = 300,
                        task: str = 'csl_zh_abstract_to_title',
-                       bindings: Sequence[str] = (), gin_file: str = DEMO_GIN) -> dict:
+                       bindings: Sequence[str] = (), gin_file: str = DEMO_GIN,
+                       data_dir: str | os.PathLike = paths.SAMPLE_DIR) -> dict:
   """Trains `steps` steps into `model_dir`; returns losses, metrics and paths.
 
   A second call on the same directory resumes (or returns at once when done).
   The validation split is decoded at the last step and scored with the task's
   metric functions; these land in `<model_dir>/inference_eval/metrics.jsonl`.
+  Data come from `data_dir` (the bundled sample unless told otherwise).
   """
+  with paths.use_data_dir(data_dir):
+    return _train_and_evaluate(model_dir, steps, task, bindings, gin_file)
+
+
+def _train_and_evaluate(model_dir, steps, task, bindings, gin_file) -> dict:
   gin.clear_config()
   gin_utils.parse([gin_file], [f'MODEL_DIR={str(model_dir)!r}', f'TRAIN_STEPS={int(steps)}',
                                f'EVAL_PERIOD={int(steps)}', f'MIXTURE_OR_TASK_NAME={task!r}',
