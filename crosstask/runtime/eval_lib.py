@@ -12,7 +12,8 @@ from crosstask.runtime import trainer as trainer_lib
 from crosstask.runtime import optimizers
 
 
-def _params_template(model, partitioner, cfg: data.DatasetConfig):
+def params_template(model, partitioner, cfg: data.DatasetConfig):
+  """A Trainer whose abstract parameters give shapes and shardings to restore into."""
   tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
   return trainer_lib.Trainer(model, partitioner, tx, schedule, data.model_input_shapes(cfg))
 
@@ -43,7 +44,7 @@ def evaluate(*,
              num_examples: int | None = None) -> dict[int, dict]:
   """Evaluates each selected checkpoint on `dataset_cfg`; returns {step: {task: metrics}}."""
   partitioner = partitioner or partitioning.Partitioner()
-  template = _params_template(model, partitioner, dataset_cfg)
+  template = params_template(model, partitioner, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),
                                    num_examples=num_examples)
   gin_utils.summarize_gin_config(output_dir)

@@ -35,7 +35,7 @@ def infer(*,
   data.import_tasks(dataset_cfg.module)
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
-  template = eval_lib._params_template(model, partitioner, dataset_cfg)  # pylint: disable=protected-access
+  template = eval_lib.params_template(model, partitioner, dataset_cfg)
   (_, state_dir), = eval_lib.checkpoint_dirs(
       checkpoints.RestoreCheckpointConfig(restore_checkpoint_cfg.path,
                                           mode=('latest' if restore_checkpoint_cfg.mode == 'all'
