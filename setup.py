@@ -34,9 +34,9 @@ setuptools.setup(
     name="crosstask",
     version="0.1.0",
     description="Chinese and scientific NLP benchmarks as one text-to-text world, in JAX/Flax.",
-    packages=setuptools.find_packages(include=["crosstask", "crosstask.*"]),
-    package_data={"crosstask": ["gin/**/*.gin", "t5x_configs/**/*.gin", "data/**/*"]},
-    include_package_data=True,
+    # Namespace discovery so the gin, config and sample folders ship as package data.
+    packages=setuptools.find_namespace_packages(include=["crosstask", "crosstask.*"]),
+    package_data={"": ["*.gin", "*.tsv", "*.md"]},
     python_requires=">=3.11",
     install_requires=CORE,
     extras_require={"tasks": TASKS, "test": TASKS + TEST},
