@@ -23,14 +23,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> None:
-  """Clears gin and parses files (paths relative to the repo root or cwd) and bindings."""
+  """Clears gin and parses files and bindings the way the runtime's entry points do.
+
+  Paths may be relative to the working directory, the repository root or
+  crosstask/gin; errors name the file or binding at fault.
+  """
+  from crosstask.runtime import gin_utils  # pylint: disable=g-import-not-at-top
   if isinstance(gin_files, (str, pathlib.Path)):
     gin_files = [gin_files]
   gin.clear_config()
-  for path in (str(ROOT / "crosstask" / "gin"), str(ROOT), str(pathlib.Path.cwd())):
-    if path not in gin.config._LOCATION_PREFIXES:  # pylint: disable=protected-access
-      gin.add_config_file_search_path(path)
-  gin.parse_config_files_and_bindings([str(f) for f in gin_files], list(bindings))
+  gin_utils.parse([str(f) for f in gin_files], list(bindings), search_paths=[str(ROOT)])
 
 
 def _evaluate(selector: str):
