@@ -93,10 +93,11 @@ def _scan(path, ncols, on_bad_row, bad):
       except UnicodeDecodeError as e:
         problem = f"invalid UTF-8 at byte {e.start}"
       else:
+        empty = [i for i, c in enumerate(cols, start=1) if not c.strip()]
         if len(cols) != ncols:
           problem = f"expected {ncols} tab-separated columns, got {len(cols)}"
-        elif any(not c.strip() for c in cols):
-          problem = f"empty field in column {[i for i, c in enumerate(cols) if not c.strip()][0] + 1}"
+        elif empty:
+          problem = f"empty field in column {empty[0]}"
       if problem:
         message = f"{path}:{lineno}: {problem}"
         if on_bad_row == "raise":
@@ -119,13 +120,13 @@ def read_benchmark(split: str, root: pathlib.Path | None = None, on_bad_row: str
   bad = bad if bad is not None else BadRows()
   # Row-level problems are judged per row position, so a bad row in one file
   # drops that paper from the join rather than shifting the other files.
-  rows = {t: list(_rows_keep_position(p, on_bad_row, bad)) for t, p in files.items()}
+  rows = {t: list(_scan(p, 3, on_bad_row, bad)) for t, p in files.items()}
   counts = {t: len(r) for t, r in rows.items()}
   if len(set(counts.values())) != 1:
     raise CSLDataError("CSL benchmark files of split %r have different row counts: %s" % (
         split, ", ".join(f"{files[t]}={n}" for t, n in counts.items())))
   for ts, kg, ctg, dcp in zip(*(rows[t] for t in BENCHMARK_TASKS)):
-    if any(r is None for r in (ts, kg, ctg, dcp)):
+    if any(cols is None for _, cols in (ts, kg, ctg, dcp)):
       continue
     (ln, (_, abstract, title)), (lk, (_, kg_text, keywords)) = ts, kg
     (lc, (_, ctg_title, category)), (ld, (_, dcp_abstract, discipline)) = ctg, dcp
@@ -138,12 +139,6 @@ def read_benchmark(split: str, root: pathlib.Path | None = None, on_bad_row: str
       raise CSLDataError(f"join out of step: abstract differs between ts, kg and cls_dcp at "
                          f"{where}")
     yield _make_record(title, abstract, keywords, category, discipline)
-
-
-def _rows_keep_position(path, on_bad_row, bad):
-  """Rows of a benchmark file with None at the position of each skipped row."""
-  for lineno, cols in _scan(path, 3, on_bad_row, bad):
-    yield None if cols is None else (lineno, cols)
 
 
 def read_full(root: pathlib.Path | None = None, on_bad_row: str = "raise",
