@@ -68,17 +68,17 @@ def marker(field: str, lang: str, first: bool) -> str:
   return f"{head}{LABELS[lang][field]}{COLON[lang]}"
 
 
-def _markers_in(lang: str) -> list[str]:
-  return [marker(f, lang, first=False) for f in FIELDS]
+# What a marker's colon becomes inside a value: full-width -> ASCII, ": " -> " :".
+_DEFUSED_COLON = {"zh": ":", "en": " :"}
 
 
 def sanitize(value: str) -> str:
   """`value` on one line, with any field marker inside it defused (both languages)."""
   value = " ".join(value.split())
-  for lang, other in (("zh", ":"), ("en", ":")):
-    for m in _markers_in(lang):
-      if m in value:
-        value = value.replace(m, m.replace(COLON[lang], other if lang == "zh" else " :"))
+  for lang in LANGS:
+    for f in FIELDS:
+      m = marker(f, lang, first=False)
+      value = value.replace(m, m.replace(COLON[lang], _DEFUSED_COLON[lang]))
   return value
 
 
@@ -89,13 +89,18 @@ def value_text(field: str, value) -> str:
   return sanitize(str(value))
 
 
+def _labelled(record: Mapping, fields: Sequence[str], lang: str) -> str:
+  """Every field of `record` behind its marker, in the order given."""
+  return "".join(marker(f, lang, i == 0) + value_text(f, record[f])
+                 for i, f in enumerate(fields))
+
+
 def format_fields(record: Mapping, fields: Sequence[str], lang: str) -> str:
   """The layout of `fields` of `record` (see the module docstring)."""
   fields = check_fields(fields)
   if len(fields) == 1:
     return value_text(fields[0], record[fields[0]])
-  return "".join(marker(f, lang, i == 0) + value_text(f, record[f])
-                 for i, f in enumerate(fields))
+  return _labelled(record, fields, lang)
 
 
 def prompt(inputs: Sequence[str], outputs: Sequence[str], lang: str) -> str:
@@ -110,9 +115,7 @@ def format_inputs(record: Mapping, inputs: Sequence[str], outputs: Sequence[str]
                   lang: str) -> str:
   """Model input: the arrow prompt, a space, then every input field labelled."""
   inputs = check_fields(inputs, "inputs")
-  body = "".join(marker(f, lang, i == 0) + value_text(f, record[f])
-                 for i, f in enumerate(inputs))
-  return f"{prompt(inputs, outputs, lang)} {body}"
+  return f"{prompt(inputs, outputs, lang)} {_labelled(record, inputs, lang)}"
 
 
 def split_keywords(text: str) -> list[str]:
