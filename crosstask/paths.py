@@ -15,19 +15,6 @@ def data_dir() -> pathlib.Path | None:
   return pathlib.Path(value) if value else None
 
 
-def require_data_dir(*parts: str) -> pathlib.Path:
-  """A path under the official data root; a clear error when the root or path is missing."""
-  root = data_dir()
-  if root is None:
-    raise FileNotFoundError(
-        f"{DATA_DIR_ENV} is not set; point it at a folder laid out like shared/data "
-        "(see the README), or use the bundled sample.")
-  path = root.joinpath(*parts)
-  if not path.exists():
-    raise FileNotFoundError(f"{path} does not exist under {DATA_DIR_ENV}={root}")
-  return path
-
-
 @contextlib.contextmanager
 def use_data_dir(path: str | os.PathLike) -> Iterator[pathlib.Path]:
   """Reads data from `path` inside the block (readers resolve the root at read time)."""
