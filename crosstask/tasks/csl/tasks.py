@@ -56,14 +56,25 @@ def io_pairs() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
 
 
 def episode_pool(root=None) -> list[dict]:
-  """Records sampled by episodes: every split whose four benchmark files exist."""
-  records = []
+  """Records sampled by episodes: every split whose four benchmark files exist.
+
+  Read once per root and file state (why: each of a mixture's ~160 tasks builds
+  its episode datasets from this same pool); a rewritten file is read again.
+  """
+  root = root or readers.data_root()
+  stamps = []
   for split in ("train", "dev", "test"):
-    files = readers.benchmark_files(split, root)
-    if all(p.is_file() for p in files.values()):
-      records.extend(readers.read_benchmark(split, root))
+    files = readers.benchmark_files(split, root).values()
+    if all(p.is_file() for p in files):
+      stamps.append((split, tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in files)))
+  return list(_read_pool(root, tuple(stamps)))
+
+
+@functools.lru_cache(maxsize=4)
+def _read_pool(root, stamps) -> tuple[dict, ...]:
+  records = tuple(r for split, _ in stamps for r in readers.read_benchmark(split, root))
   if not records:
-    raise FileNotFoundError(f"no complete CSL benchmark split under {readers.data_root()} "
+    raise FileNotFoundError(f"no complete CSL benchmark split under {root} "
                             "(looked for train, dev and test with all four task files)")
   return records
 
