@@ -19,8 +19,8 @@ def bleu(
   (examples/task_seq2seq_autotitle_csl*.py, the baseline the CSL repository
   points to): per example, one reference, character tokens, uniform 4-gram
   weights, `SmoothingFunction().method1` (epsilon 0.1 added to zero n-gram
-  matches), brevity penalty; an example whose prediction has no tokens scores
-  0 and still counts in the mean. Not corpus BLEU (sacrebleu) as T5X reports.
+  matches), brevity penalty; an example whose prediction (or target) has no
+  tokens scores 0 and still counts in the mean. Not corpus BLEU (sacrebleu) as T5X reports.
 
   Tokens: "char" (default: CJK characters one each, Latin/digit runs one,
   punctuation dropped), "bert4keras" (every non-space character, as bert4keras
