@@ -68,6 +68,8 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
   except FileNotFoundError:  # official data ships no joined train split
     train_records, majority_from = eval_records, split
   model = baselines.ExtractiveBaseline(train_records)
+  kinds = {"title": "lead", "keywords": "n-gram", "category": f"majority({majority_from})",
+           "discipline": f"majority({majority_from})", "abstract": "copy"}
   rows = []
   for inputs, outputs in DEMO_TASKS:
     task = _task(inputs, outputs, lang)
@@ -81,8 +83,6 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
     scores = {}
     for fn in task.metric_fns:
       scores.update(fn(targets, predictions))
-    kinds = {"title": "lead", "keywords": "n-gram", "category": f"majority({majority_from})",
-             "discipline": f"majority({majority_from})", "abstract": "copy"}
     rows.append({"task": task.name, "baseline": "+".join(kinds[f] for f in outputs),
                  "examples": len(targets), **scores})
   return rows
