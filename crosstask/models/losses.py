@@ -47,6 +47,25 @@ def compute_weighted_cross_entropy(
   return loss, total_z, jnp.sum(weights)
 
 
+def loss_weights(batch: Mapping[str, jax.Array]) -> jax.Array:
+  """float32 `decoder_loss_weights`, or 1 on every nonzero target when the batch has none."""
+  weights = batch.get("decoder_loss_weights")
+  if weights is None:
+    weights = batch["decoder_target_tokens"] > 0
+  return jnp.asarray(weights, jnp.float32)
+
+
+def check_loss_normalizing_factor(loss_normalizing_factor: float | str | None) -> None:
+  """Raises ValueError unless the option is None, a number or a (case-insensitive) name."""
+  if loss_normalizing_factor is None:
+    return
+  if isinstance(loss_normalizing_factor, bool) or not (
+      isinstance(loss_normalizing_factor, (int, float))
+      or str(loss_normalizing_factor).upper() in _NAMED):
+    raise ValueError(f"loss_normalizing_factor must be None, a number or one of {_NAMED}, "
+                     f"got {loss_normalizing_factor!r}")
+
+
 def get_loss_normalizing_factor_and_weights(
     loss_normalizing_factor: float | str | None, batch: Mapping[str, jax.Array]
 ) -> tuple[float | jax.Array | None, jax.Array]:
@@ -56,31 +75,24 @@ def get_loss_normalizing_factor_and_weights(
   size. AVERAGE_PER_SEQUENCE: each (packed) sequence's weights sum to 1, divided by
   the number of sequences.
   """
+  check_loss_normalizing_factor(loss_normalizing_factor)
   targets = batch["decoder_target_tokens"]
-  weights = batch.get("decoder_loss_weights")
-  if weights is None:
-    weights = (targets > 0).astype(jnp.float32)
-  weights = jnp.asarray(weights, jnp.float32)
+  weights = loss_weights(batch)
   if loss_normalizing_factor is None or isinstance(loss_normalizing_factor, (int, float)):
-    if isinstance(loss_normalizing_factor, bool):
-      raise ValueError("loss_normalizing_factor must be None, a number or one of "
-                       f"{_NAMED}, got {loss_normalizing_factor!r}")
     return loss_normalizing_factor, weights
   name = str(loss_normalizing_factor).upper()
   if name == NUM_REAL_TARGET_TOKENS:
     return jnp.sum(weights), weights
   if name == NUM_TOTAL_TARGET_TOKENS:
     return float(targets.size), weights
-  if name == AVERAGE_PER_SEQUENCE:
-    segments = batch.get("decoder_segment_ids")
-    if segments is None:
-      segments = (targets > 0).astype(jnp.int32)
-    num_seg = targets.shape[-1] + 1
-    onehot = jax.nn.one_hot(segments, num_seg, dtype=jnp.float32)  # [B, L, S]
-    per_seg = jnp.einsum("bl,bls->bs", weights, onehot)  # weight per segment
-    per_token = jnp.einsum("bs,bls->bl", per_seg, onehot)
-    weights = jnp.where(per_token > 0, weights / jnp.maximum(per_token, 1e-9), 0.0)
-    num_sequences = jnp.sum((per_seg[:, 1:] > 0).astype(jnp.float32))
-    return jnp.maximum(num_sequences, 1.0), weights
-  raise ValueError(f"loss_normalizing_factor must be None, a number or one of {_NAMED}, "
-                   f"got {loss_normalizing_factor!r}")
+  # AVERAGE_PER_SEQUENCE (the only name left after the check).
+  segments = batch.get("decoder_segment_ids")
+  if segments is None:
+    segments = (targets > 0).astype(jnp.int32)
+  num_seg = targets.shape[-1] + 1
+  onehot = jax.nn.one_hot(segments, num_seg, dtype=jnp.float32)  # [B, L, S]
+  per_seg = jnp.einsum("bl,bls->bs", weights, onehot)  # weight per segment
+  per_token = jnp.einsum("bs,bls->bl", per_seg, onehot)
+  weights = jnp.where(per_token > 0, weights / jnp.maximum(per_token, 1e-9), 0.0)
+  num_sequences = jnp.sum((per_seg[:, 1:] > 0).astype(jnp.float32))
+  return jnp.maximum(num_sequences, 1.0), weights

@@ -32,8 +32,7 @@ class EncoderDecoderModel:
       raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
     if z_loss < 0:
       raise ValueError(f"z_loss must be >= 0, got {z_loss!r}")
-    losses.get_loss_normalizing_factor_and_weights(  # validates the option early
-        loss_normalizing_factor, {"decoder_target_tokens": jnp.ones((1, 1), jnp.int32)})
+    losses.check_loss_normalizing_factor(loss_normalizing_factor)
     self.module = module
     self.input_vocabulary = input_vocabulary
     self.output_vocabulary = output_vocabulary
@@ -84,7 +83,7 @@ class EncoderDecoderModel:
     targets = batch["decoder_target_tokens"]
     loss, z_loss, weight_sum = losses.compute_weighted_cross_entropy(
         logits, targets, weights, self.label_smoothing, self.z_loss, factor)
-    real = batch.get("decoder_loss_weights", targets > 0).astype(jnp.float32)
+    real = losses.loss_weights(batch)
     correct = (jnp.argmax(logits, -1) == targets).astype(jnp.float32)
     metrics = {
         "loss": loss, "z_loss": z_loss, "cross_ent_loss": loss - z_loss,
@@ -97,7 +96,7 @@ class EncoderDecoderModel:
     """float32 [B]: sum of target log-likelihoods times decoder_loss_weights."""
     logits = self._logits(params, batch)
     targets = batch["decoder_target_tokens"]
-    weights = batch.get("decoder_loss_weights", targets > 0).astype(jnp.float32)
+    weights = losses.loss_weights(batch)
     logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     token = jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
     return jnp.sum(token * weights, axis=-1)
