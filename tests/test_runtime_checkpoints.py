@@ -67,6 +67,8 @@ def test_half_written_checkpoint_is_ignored(saved, tmp_path):
   assert checkpoints.steps_in(str(only_tmp)) == []
   with pytest.raises(FileNotFoundError, match='No complete checkpoint'):
     checkpoints.load_params(str(only_tmp), trainer.abstract_params())
+  with pytest.raises(FileNotFoundError, match='interrupted'):  # Named directly, too.
+    checkpoints.load_params(str(copy / tmp_name), trainer.abstract_params())
   # A restarted run's manager resumes from step 2 and clears the leftover.
   mgr = checkpoints.manager(str(copy))
   assert mgr.latest_step() == 2

@@ -14,6 +14,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 STEP_PREFIX = 'checkpoint'  # Step directories are named like T5X's: checkpoint_<step>.
+_TMP_MARKER = '.orbax-checkpoint-tmp'  # In the name of a save still being written.
 
 
 @gin.configurable(module='utils')
@@ -84,13 +85,16 @@ def resolve_state_dir(path: str, step: int | None = None) -> str:
   path = os.path.abspath(path)
   if not os.path.exists(path):
     raise FileNotFoundError(f'Checkpoint path {path} does not exist.')
+  if _TMP_MARKER in path:  # A step dir, or an item inside one, that was never finished.
+    raise FileNotFoundError(f'{path} is an interrupted (temporary) orbax save, not a '
+                            'complete checkpoint.')
   if os.path.isdir(os.path.join(path, 'state')):
     return os.path.join(path, 'state')
   steps = steps_in(path)
   if steps:
     step = max(steps) if step is None else step
     return os.path.join(path, f'{STEP_PREFIX}_{step}', 'state')
-  if os.path.isfile(os.path.join(path, '_METADATA')) and '.orbax-checkpoint-tmp' not in path:
+  if os.path.isfile(os.path.join(path, '_METADATA')):
     return path  # Already a saved pytree item.
   raise FileNotFoundError(f'No complete checkpoint under {path} (an interrupted save leaves '
                           'only *.orbax-checkpoint-tmp-* directories, which are ignored).')
