@@ -54,6 +54,22 @@ def test_restore_gives_state_and_data_position(saved):
   assert leaf.sharding.mesh.shape == {'data': 4, 'model': 2}
 
 
+def test_eval_selects_checkpoints_by_mode_and_names_their_step(saved):
+  from crosstask.runtime import eval_lib
+  model_dir, _, _ = saved
+
+  def select(path, mode):
+    return eval_lib.checkpoint_dirs(checkpoints.RestoreCheckpointConfig(str(path), mode=mode))
+  assert select(model_dir, 'all') == [(s, checkpoints.state_item(str(model_dir), s))
+                                      for s in (1, 2)]
+  assert select(model_dir, 'latest') == [(2, checkpoints.state_item(str(model_dir), 2))]
+  # The step comes from the checkpoint's own directory, however it is named.
+  for path in (model_dir / 'checkpoint_1', model_dir / 'checkpoint_1' / 'state'):
+    assert select(path, 'specific') == [(1, checkpoints.state_item(str(model_dir), 1))]
+  with pytest.raises(ValueError, match='mode must be'):
+    select(model_dir / 'checkpoint_1', 'newest')
+
+
 def test_half_written_checkpoint_is_ignored(saved, tmp_path):
   model_dir, trainer, _ = saved
   copy, only_tmp = tmp_path / 'run', tmp_path / 'only_tmp'

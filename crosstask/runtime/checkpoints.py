@@ -63,14 +63,21 @@ def save(mgr: ocp.CheckpointManager, step: int, state: Any, batches_consumed: in
 
 def restore(mgr: ocp.CheckpointManager, step: int, abstract_state: Any) -> tuple[Any, int]:
   """The train state at `step`, laid out like `abstract_state`, and its data position."""
-  check_shapes(_state_dir(mgr, step), abstract_state)
+  check_shapes(state_item(mgr.directory, step), abstract_state)
   out = mgr.restore(step, args=ocp.args.Composite(
       state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore()))
   return out.state, int(out.data['batches_consumed'])
 
 
-def _state_dir(mgr: ocp.CheckpointManager, step: int) -> str:
-  return os.path.join(str(mgr.directory), f'{STEP_PREFIX}_{step}', 'state')
+def state_item(directory: str, step: int) -> str:
+  """Where the train state of `step` lies under a model directory."""
+  return os.path.join(str(directory), f'{STEP_PREFIX}_{step}', 'state')
+
+
+def step_of(item: str) -> int:
+  """The step of a '<model dir>/checkpoint_<step>/state' item; 0 if not so named."""
+  prefix, _, num = os.path.basename(os.path.dirname(item)).rpartition('_')
+  return int(num) if prefix == STEP_PREFIX and num.isdigit() else 0
 
 
 def steps_in(directory: str) -> list[int]:
@@ -80,8 +87,8 @@ def steps_in(directory: str) -> list[int]:
   return list(manager(directory, read_only=True).all_steps())
 
 
-def resolve_state_dir(path: str, step: int | None = None) -> str:
-  """The 'state' item for `path`: a step dir, a model dir (newest or `step`), or the item."""
+def resolve_state_dir(path: str) -> str:
+  """The 'state' item for `path`: a step dir, a model dir (its newest step), or the item."""
   path = os.path.abspath(path)
   if not os.path.exists(path):
     raise FileNotFoundError(f'Checkpoint path {path} does not exist.')
@@ -92,8 +99,7 @@ def resolve_state_dir(path: str, step: int | None = None) -> str:
     return os.path.join(path, 'state')
   steps = steps_in(path)
   if steps:
-    step = max(steps) if step is None else step
-    return os.path.join(path, f'{STEP_PREFIX}_{step}', 'state')
+    return state_item(path, max(steps))
   if os.path.isfile(os.path.join(path, '_METADATA')):
     return path  # Already a saved pytree item.
   raise FileNotFoundError(f'No complete checkpoint under {path} (an interrupted save leaves '

@@ -20,18 +20,17 @@ def params_template(model, partitioner, cfg: data.DatasetConfig):
 
 def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int, str]]:
   """(step, state dir) pairs selected by `cfg.mode` ('specific', 'latest', 'all')."""
+  if cfg.mode not in ('specific', 'latest', 'all'):
+    raise ValueError(f"RestoreCheckpointConfig.mode must be 'specific', 'latest' or 'all', "
+                     f'got {cfg.mode!r}.')
   path = os.path.abspath(cfg.path)
   steps = checkpoints.steps_in(path)
   if not steps or cfg.mode == 'specific':
-    name = os.path.basename(path.rstrip('/'))
-    step = int(name.rsplit('_', 1)[-1]) if name.rsplit('_', 1)[-1].isdigit() else 0
-    return [(step, checkpoints.resolve_state_dir(path))]
+    state_dir = checkpoints.resolve_state_dir(path)
+    return [(checkpoints.step_of(state_dir), state_dir)]
   if cfg.mode == 'latest':
     steps = steps[-1:]
-  elif cfg.mode != 'all':
-    raise ValueError(f"RestoreCheckpointConfig.mode must be 'specific', 'latest' or 'all', "
-                     f'got {cfg.mode!r}.')
-  return [(s, checkpoints.resolve_state_dir(path, s)) for s in sorted(steps)]
+  return [(s, checkpoints.state_item(path, s)) for s in sorted(steps)]
 
 
 @gin.configurable(module='eval_script')
