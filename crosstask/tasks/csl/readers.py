@@ -160,12 +160,12 @@ def read_records(split: str, root: pathlib.Path | None = None, on_bad_row: str =
 # ------------------------------------------------------------------------- writers
 
 
-def _check_writable(record: dict) -> list[str]:
-  values = [record["title"], record["abstract"], F.KEYWORD_SEP.join(record["keywords"]),
-            record["category"], record["discipline"]]
-  for v in values:
+def _check_writable(record: dict, index: int) -> list[str]:
+  """The record's fields as text in `F.FIELDS` order; an error naming record and field."""
+  values = [F.KEYWORD_SEP.join(record[f]) if f == "keywords" else record[f] for f in F.FIELDS]
+  for f, v in zip(F.FIELDS, values):
     if not v or "\t" in v or "\n" in v:
-      raise ValueError(f"cannot write field value {v!r}: empty or contains a tab/newline")
+      raise ValueError(f"record {index}: cannot write {f} {v!r}: empty or contains a tab/newline")
   return values
 
 
@@ -173,8 +173,8 @@ def write_benchmark(records: list[dict], root: pathlib.Path, split: str) -> dict
   """Writes records as the four official benchmark files of `split` under `root`."""
   files = benchmark_files(split, root)
   rows = {t: [] for t in BENCHMARK_TASKS}
-  for r in records:
-    title, abstract, keywords, category, discipline = _check_writable(r)
+  for i, r in enumerate(records):
+    title, abstract, keywords, category, discipline = _check_writable(r, i)
     rows["ts"].append(("to title", abstract, title))
     rows["kg"].append(("to keywords", f"{abstract} {title}", keywords))
     rows["cls_ctg"].append(("to category", title, category))
@@ -190,8 +190,8 @@ def write_full(records: list[dict], root: pathlib.Path) -> pathlib.Path:
   path = root / "csl" / FULL_FILE
   path.parent.mkdir(parents=True, exist_ok=True)
   lines = []
-  for r in records:
-    title, abstract, keywords, category, discipline = _check_writable(r)
+  for i, r in enumerate(records):
+    title, abstract, keywords, category, discipline = _check_writable(r, i)
     lines.append("\t".join((title, abstract, keywords, discipline, category)) + "\n")
   path.write_text("".join(lines), encoding="utf-8")
   return path
