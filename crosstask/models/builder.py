@@ -14,9 +14,8 @@ from collections.abc import Sequence
 
 import gin
 import jax
-import jax.numpy as jnp
 
-from crosstask.models import network
+from crosstask.models import hf_import
 from crosstask.models.config import TransformerConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -56,9 +55,7 @@ def model_from_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ())
 
 def param_count(config: TransformerConfig) -> int:
   """Number of parameters, from shapes only (jax.eval_shape)."""
-  tokens = jnp.ones((1, 1), jnp.int32)
-  shapes = jax.eval_shape(network.Transformer(config).init, jax.random.PRNGKey(0), tokens, tokens)
-  leaves = jax.tree_util.tree_leaves(shapes["params"])
+  leaves = jax.tree_util.tree_leaves(hf_import.abstract_params(config))
   return sum(math.prod(leaf.shape) for leaf in leaves)
 
 
