@@ -1,14 +1,15 @@
 """CSL field layouts: prompts, and parse round-trip for every output field set."""
 
 import itertools
+import unicodedata
 
 import pytest
 
 from crosstask.tasks.csl import fields as F
 
 RECORD = {
-    "title": "基于；改进算法的研究: 以“标题：”为例",
-    "abstract": "提出一种新方法；结果表明, 效果较好; Keywords: 不是字段。",
+    "title": "基于；改进算法的研究: 以“标题：”为例；关键词：乙",
+    "abstract": "提出一种新方法；结果表明, 效果较好; Keywords: 不是字段;学科:数学。",
     "keywords": ["深度学习", "关键词：示例", "Title: x"],
     "category": "工学",
     "discipline": "计算机科学与技术",
@@ -37,6 +38,18 @@ def test_parse_round_trip(outputs, lang):
     assert parsed["keywords"] == ["深度学习", "关键词：示例", "Title: x"]
   for f in set(outputs) & {"category", "discipline"}:
     assert parsed[f] == RECORD[f]
+
+
+@pytest.mark.parametrize("lang", F.LANGS)
+@pytest.mark.parametrize("outputs", OUTPUT_SETS, ids="+".join)
+def test_parse_round_trip_after_nfkc(outputs, lang):
+  """SentencePiece decoding applies NFKC; markers inside values must stay defused."""
+  nfkc = lambda text: unicodedata.normalize("NFKC", text)
+  parsed = F.parse_fields(nfkc(F.format_fields(RECORD, outputs, lang)), outputs, lang)
+  expected = {f: F.parse_fields(nfkc(F.value_text(f, RECORD[f])), [f], lang)[f] for f in outputs}
+  assert parsed == expected
+  if "keywords" in outputs:
+    assert len(parsed["keywords"]) == 3
 
 
 def test_multi_field_layout_is_labelled():

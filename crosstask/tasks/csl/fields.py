@@ -11,8 +11,9 @@ away):
   `标题：基于…的研究；关键词：a_b_c` / `Title: …; Keywords: a_b_c`.
 * A field is found by its marker: separator + label + colon (for the first
   field, the label + colon at the start). `sanitize` rewrites the colon of any
-  marker that happens to occur inside a value (full-width ↔ ASCII), so markers
-  never collide with content.
+  marker that happens to occur inside a value (zh: to U+2236 `∶`, which NFKC
+  keeps; en: `: ` to ` :`), so markers never collide with content, also after
+  SentencePiece decoding.
 
 `parse_fields` is lenient: missing or garbled markers give empty fields, never
 an exception, because model predictions are untrusted; it also accepts the
@@ -68,17 +69,25 @@ def marker(field: str, lang: str, first: bool) -> str:
   return f"{head}{LABELS[lang][field]}{COLON[lang]}"
 
 
-# What a marker's colon becomes inside a value: full-width -> ASCII, ": " -> " :".
-_DEFUSED_COLON = {"zh": ":", "en": " :"}
+# What a marker's colon becomes inside a value. For zh it is U+2236 (RATIO): it
+# looks like a colon and, unlike `：` and `:`, survives the NFKC normalisation
+# that SentencePiece decoding applies, so a defused marker stays defused there.
+_DEFUSED_COLON = {"zh": "\u2236", "en": " :"}
 
 
 def sanitize(value: str) -> str:
-  """`value` on one line, with any field marker inside it defused (both languages)."""
+  """`value` on one line, with any field marker inside it defused (both languages).
+
+  Both the exact marker (`；关键词：`) and its NFKC form (`;关键词:`) are defused,
+  since `parse_fields` matches either.
+  """
   value = " ".join(value.split())
   for lang in LANGS:
+    colons = (COLON[lang], unicodedata.normalize("NFKC", COLON[lang]))
     for f in FIELDS:
       m = marker(f, lang, first=False)
-      value = value.replace(m, m.replace(COLON[lang], _DEFUSED_COLON[lang]))
+      for form, colon in zip((m, unicodedata.normalize("NFKC", m)), colons):
+        value = value.replace(form, form[:-len(colon)] + _DEFUSED_COLON[lang])
   return value
 
 
