@@ -94,7 +94,7 @@ class Decoder(nn.Module):
                encoder_segment_ids=None, segment_ids=None, *, enable_dropout=False,
                decode=False, max_decode_length=None):
     cfg = self.config
-    batch, length = tokens.shape
+    length = tokens.shape[1]
     relpos = layers.RelativePositionBias(cfg, bidirectional=False, name="relpos_bias")
     enc_valid = encoder_tokens > 0
     stepping = decode and self.has_variable("cache", "position")
@@ -105,7 +105,7 @@ class Decoder(nn.Module):
       position = self.variable("cache", "position", lambda: jnp.array(0, jnp.int32))
       self_bias = relpos(1, max_decode_length, position.value)
       position.value = position.value + 1
-      cross_bias = _bias_from_mask(jnp.ones((batch, 1), bool)[:, :, None] & enc_valid[:, None, :])
+      cross_bias = _bias_from_mask(enc_valid[:, None, :])  # [B, 1, 1, S]
     else:
       if decode:  # cache initialisation call
         self.variable("cache", "position", lambda: jnp.array(0, jnp.int32))
