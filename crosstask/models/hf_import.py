@@ -82,8 +82,6 @@ def hf_config_from(config: TransformerConfig) -> dict:
   }
 
 
-
-
 def _specs(config: TransformerConfig) -> list[tuple[str, tuple[str, ...], str]]:
   """(HF name, crosstask param path, kind) for every tensor of `config`."""
   specs = [("shared.weight", ("token_embedder", "embedding"), "copy")]
@@ -195,11 +193,12 @@ def params_from_hf_tensors(config: TransformerConfig, tensors: Mapping[str, np.n
   tensors = dict(tensors)
   shapes = flax.traverse_util.flatten_dict(abstract_params(config))
   specs = _specs(config)
-  if not config.logits_via_embedding and "lm_head.weight" not in tensors:
-    tensors["lm_head.weight"] = tensors.get("shared.weight")  # HF 5 always ties lm_head
+  if (not config.logits_via_embedding and "lm_head.weight" not in tensors
+      and "shared.weight" in tensors):
+    tensors["lm_head.weight"] = tensors["shared.weight"]  # HF 5 always ties lm_head
   flat = {}
   for hf_name, path, kind in specs:
-    if hf_name not in tensors or tensors[hf_name] is None:
+    if hf_name not in tensors:
       raise ValueError(f"checkpoint is missing tensor {hf_name!r} (for param {'/'.join(path)})")
     value = np.asarray(tensors.pop(hf_name), np.float32)
     want_hf = _to_hf(kind, np.zeros(shapes[path].shape, np.float32)).shape
