@@ -49,7 +49,8 @@ class TransformerConfig:
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(f"TransformerConfig.dropout_rate must be in [0, 1), got {self.dropout_rate!r}")
     if self.relative_attention_num_buckets < 2:
-      raise ValueError("TransformerConfig.relative_attention_num_buckets must be >= 2")
+      raise ValueError(f"TransformerConfig.relative_attention_num_buckets must be >= 2, "
+                       f"got {self.relative_attention_num_buckets!r}")
     if self.layer_norm_epsilon <= 0:
       raise ValueError(f"TransformerConfig.layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}")
     for name in ("dtype", "param_dtype"):
