@@ -35,19 +35,19 @@ class Progress:
     self._pending.append(metrics)
     if step % self.every and step != self.total:
       return
-    fetched = jax.device_get(self._pending)
-    self.last = {k: float(np.asarray(v)) for k, v in fetched[-1].items()}
+    fetched = [{k: float(np.asarray(v)) for k, v in m.items()}
+               for m in jax.device_get(self._pending)]
+    self.last = fetched[-1]
     sums: dict[str, float] = {}
     for m in fetched:
       for k, v in m.items():
-        sums[k] = sums.get(k, 0.0) + float(np.asarray(v))
-    self._sums, self._n = sums, len(fetched)
+        sums[k] = sums.get(k, 0.0) + v
     now = time.time()
     steps = step - self._step0
     dt = max(now - self._t, 1e-9)
-    avg = {k: v / self._n for k, v in self._sums.items()}
+    avg = {k: v / len(fetched) for k, v in sums.items()}
     sps = steps / dt
-    tokens = self._sums.get('nonpadding_tokens', 0.0) / dt
+    tokens = sums.get('nonpadding_tokens', 0.0) / dt
     eta = (self.total - step) / sps if sps > 0 else float('nan')
     if avg.get('nonpadding_tokens'):  # T5X sums the loss over tokens; show the mean too.
       avg['loss_per_token'] = avg.get('cross_ent_loss', avg.get('loss', 0.0)) / avg['nonpadding_tokens']

@@ -10,7 +10,6 @@ from typing import Any, Callable
 
 import gin
 import jax
-import numpy as np
 
 from crosstask.runtime import checkpoints, data, gin_utils, inference, optimizers
 from crosstask.runtime import partitioning, progress, trainer as trainer_lib
@@ -107,7 +106,6 @@ def train(*,
   batches = data.numpy_batches(ds)
   rng = jax.random.key(random_seed + 1)
   report = progress.Progress(total_steps, start, writer, every=log_every)
-  metrics: dict = {}
   step = start
   while step < total_steps:
     batch = partitioner.shard_batch(next(batches))
@@ -132,6 +130,4 @@ def train(*,
   mgr.wait_until_finished()
   mgr.close()
   writer.close()
-  if metrics and not report.last:
-    report.last = {k: float(np.asarray(v)) for k, v in jax.device_get(metrics).items()}
-  return step, report.last
+  return step, report.last  # The final step is always a report step.
