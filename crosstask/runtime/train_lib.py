@@ -23,7 +23,7 @@ def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetC
   local_batch = data.per_host_batch_size(cfg.batch_size)
 
   def evaluate(params) -> dict[str, float]:
-    sums, n = {}, 0
+    outs = []
     # The last, short batch is zero-padded: padding has zero loss weight.
     ds = data.get_dataset(cfg, num_epochs=1, drop_remainder=False)
     with partitioner.context():
@@ -31,11 +31,12 @@ def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetC
         if max_batches and i >= max_batches:
           break
         batch, _ = data.pad_batch(batch, local_batch)
-        metrics = jax.device_get(fn(params, partitioner.shard_batch(batch)))
-        for k, v in metrics.items():
-          sums[k] = sums.get(k, 0.0) + float(v)
-        n += 1
-    return {k: v / n for k, v in sums.items()} if n else {}
+        outs.append(fn(params, partitioner.shard_batch(batch)))
+    sums = {}
+    for metrics in jax.device_get(outs):  # One read-back, not one per batch.
+      for k, v in metrics.items():
+        sums[k] = sums.get(k, 0.0) + float(v)
+    return {k: v / len(outs) for k, v in sums.items()} if outs else {}
   return evaluate
 
 
