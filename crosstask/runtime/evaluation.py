@@ -33,7 +33,6 @@ class Evaluator:
     data.check_split(task, cfg.split)
     self.output_dir = output_dir
     self.writer = writer
-    self.batch_size = cfg.batch_size
     os.makedirs(output_dir, exist_ok=True)
     self._evaluator = seqio.Evaluator(
         mixture_or_task_name=cfg.mixture_or_task_name,

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from crosstask.runtime import partitioning
+from crosstask.runtime import data, partitioning
 
 MODEL_KEYS = ('encoder_input_tokens', 'decoder_input_tokens', 'decoder_target_tokens',
               'decoder_loss_weights', 'encoder_segment_ids', 'decoder_segment_ids',
@@ -33,24 +33,21 @@ class Inference:
     self.partitioner = partitioner
     n = partitioner.data_size
     self.batch_size = max(n, -(-batch_size // n) * n)  # A multiple of the data axis.
-    data, rep = partitioner.data_sharding, partitioner.replicated
+    data_sharding = partitioner.data_sharding
 
     def predict(params, batch):
       return model.predict_batch_with_aux(params, batch, decoder_params=decoder_params)
 
-    self._predict = jax.jit(predict, in_shardings=(param_shardings, data),
-                            out_shardings=(data, data))
-    self._score = jax.jit(model.score_batch, in_shardings=(param_shardings, data),
-                          out_shardings=data)
+    self._predict = jax.jit(predict, in_shardings=(param_shardings, data_sharding),
+                            out_shardings=(data_sharding, data_sharding))
+    self._score = jax.jit(model.score_batch, in_shardings=(param_shardings, data_sharding),
+                          out_shardings=data_sharding)
 
   def _batches(self, ds) -> Iterator[tuple[np.ndarray, dict, int]]:
     """(indices, padded global batch, real rows) for an enumerated dataset."""
     for index, feats in ds.batch(self.batch_size).as_numpy_iterator():
-      feats = {k: np.asarray(v) for k, v in feats.items() if k in MODEL_KEYS}
-      n = len(index)
-      if n < self.batch_size:
-        feats = {k: np.concatenate([v, np.zeros((self.batch_size - n,) + v.shape[1:], v.dtype)])
-                 for k, v in feats.items()}
+      feats, n = data.pad_batch({k: v for k, v in feats.items() if k in MODEL_KEYS},
+                                self.batch_size)
       # Every host reads the whole eval set; each contributes its slice of the batch.
       per_host = self.batch_size // jax.process_count()
       lo = jax.process_index() * per_host
