@@ -1,5 +1,6 @@
 """`infer(...)`: predictions and scores for a split, one JSON line per example."""
 
+import dataclasses
 import json
 import os
 from typing import Any
@@ -36,10 +37,9 @@ def infer(*,
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
   template = eval_lib.params_template(model, partitioner, dataset_cfg)
-  (_, state_dir), = eval_lib.checkpoint_dirs(
-      checkpoints.RestoreCheckpointConfig(restore_checkpoint_cfg.path,
-                                          mode=('latest' if restore_checkpoint_cfg.mode == 'all'
-                                                else restore_checkpoint_cfg.mode)))
+  if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
+    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
+  (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, template.abstract_params())
   runner = inference.Inference(model, partitioner, template.param_shardings,
                                dataset_cfg.batch_size)
