@@ -106,7 +106,7 @@ def temperature_sample(
   top-p (nucleus) on the renormalised survivors.
   """
   if temperature < 0:
-    raise ValueError("temperature must be >= 0")
+    raise ValueError(f"temperature must be >= 0, got {temperature!r}")
   batch = prompt.shape[0]
   flat = batch * num_decodes
   forced_all = repeat_batch(_pad_prompt(prompt, max_decode_len), num_decodes)
