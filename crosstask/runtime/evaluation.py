@@ -8,6 +8,7 @@ import json
 import os
 from typing import Any
 
+import jax
 import numpy as np
 
 from crosstask.runtime import data, inference
@@ -58,9 +59,10 @@ class Evaluator:
     out = {}
     for task, metrics in all_metrics.items():
       out[task] = {k: s for k, v in metrics.items() if (s := _scalar(v)) is not None}
-    with open(os.path.join(self.output_dir, 'metrics.jsonl'), 'a') as f:
-      for task, metrics in out.items():
-        f.write(json.dumps({'step': int(step), 'task': task, 'metrics': metrics}) + '\n')
+    if jax.process_index() == 0:  # Every host computes the metrics; one appends them.
+      with open(os.path.join(self.output_dir, 'metrics.jsonl'), 'a') as f:
+        for task, metrics in out.items():
+          f.write(json.dumps({'step': int(step), 'task': task, 'metrics': metrics}) + '\n')
     if self.writer is not None:
       self.writer.write_scalars(int(step), {f'eval/{task}/{k}': v
                                             for task, m in out.items() for k, v in m.items()})
