@@ -84,7 +84,11 @@ def steps_in(directory: str) -> list[int]:
   """The complete checkpoints under `directory` (temporary ones are not counted)."""
   if not os.path.isdir(directory):
     return []
-  return list(manager(directory, read_only=True).all_steps())
+  mgr = manager(directory, read_only=True)
+  try:
+    return list(mgr.all_steps())
+  finally:
+    mgr.close()  # Managers hold threads; these read-only ones are used once.
 
 
 def resolve_state_dir(path: str) -> str:
