@@ -179,5 +179,8 @@ def test_bad_inputs_name_the_parameter(params):
     _model(loss_normalizing_factor="PER_TOKEN")
   with pytest.raises(ValueError, match="decoder_params.*beam_width"):
     _model().predict_batch(params, batch, decoder_params={"beam_width": 3})
+  for name, value in (("num_decodes", 2), ("eos_id", 5), ("max_decode_len", 3)):
+    with pytest.raises(ValueError, match=f"decoder_params \\['{name}'\\] are set by the model"):
+      _model().predict_batch(params, batch, decoder_params={name: value})
   with pytest.raises(ValueError, match="input_shapes.*decoder_input_tokens"):
     _model().get_initial_variables(jax.random.PRNGKey(0), {"encoder_input_tokens": (1, 4)})

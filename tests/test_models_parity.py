@@ -186,3 +186,23 @@ def test_bfloat16_safetensors_and_config_errors(tmp_path):
     hf_import.config_from_hf({"vocab_size": 8, "d_ff": 4, "num_heads": 1, "d_kv": 2, "num_layers": 1})
   with pytest.raises(ValueError, match="feed_forward_proj"):
     hf_import.config_from_hf({**hf.config.to_dict(), "feed_forward_proj": "a-b-c"})
+
+
+@pytest.mark.parametrize("activations", [("relu",), ("gelu",), ("gelu_exact",), ("silu",),
+                                         ("relu", "linear"), ("gelu", "linear"),
+                                         ("gelu_exact", "linear"), ("silu", "linear")], ids=str)
+def test_activation_survives_export_and_means_the_same_to_hf(activations):
+  from transformers.activations import ACT2FN  # pylint: disable=g-import-not-at-top
+  from crosstask.models import config as config_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.models import layers  # pylint: disable=g-import-not-at-top
+  cfg = config_lib.TransformerConfig(vocab_size=32, d_model=8, d_ff=16, num_heads=2, d_kv=4,
+                                     num_encoder_layers=1, num_decoder_layers=1,
+                                     activations=activations)
+  hf = hf_import.hf_config_from(cfg)
+  assert hf_import.config_from_hf(hf).activations == activations
+  parsed = transformers.T5Config(**hf)
+  assert parsed.is_gated_act == (len(activations) == 2)
+  x = np.linspace(-3, 3, 13, dtype=np.float32)
+  theirs = ACT2FN[parsed.dense_act_fn](torch.from_numpy(x)).numpy()
+  np.testing.assert_allclose(np.asarray(layers.activation(activations[0])(jnp.asarray(x))),
+                             theirs, atol=1e-6)

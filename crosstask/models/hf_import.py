@@ -37,7 +37,8 @@ def config_from_hf(hf: Mapping, *, dtype: str = "float32") -> TransformerConfig:
   proj = hf.get("feed_forward_proj", "relu")
   parts = proj.split("-")
   if len(parts) == 2 and parts[0] == "gated":
-    act = "gelu" if parts[1] in ("gelu", "gelu_new") else parts[1]
+    # HF special-cases "gated-gelu" to the tanh GELU; "gated-gelu_python" is exact.
+    act = {"gelu": "gelu", "gelu_new": "gelu", "gelu_python": "gelu_exact"}.get(parts[1], parts[1])
     activations = (act, "linear")
   elif len(parts) == 1:
     activations = ({"gelu": "gelu_exact", "gelu_new": "gelu"}.get(proj, proj),)
@@ -62,7 +63,7 @@ def hf_config_from(config: TransformerConfig) -> dict:
   """The HF `config.json` dictionary describing `config`."""
   acts = config.activations
   if len(acts) == 2 and acts[1] == "linear":
-    proj = "gated-" + ("gelu" if acts[0] == "gelu" else acts[0])
+    proj = "gated-" + {"gelu_exact": "gelu_python"}.get(acts[0], acts[0])
   elif len(acts) == 1:
     proj = {"gelu_exact": "gelu", "gelu": "gelu_new"}.get(acts[0], acts[0])
   else:

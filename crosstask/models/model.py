@@ -18,6 +18,9 @@ from crosstask.models import decoding
 from crosstask.models import losses
 
 Batch = Mapping[str, jax.Array]
+# decode_fn arguments the model fills in itself; decoder_params may not name them.
+_SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
+                           "decode_rng", "num_decodes"})
 
 
 class EncoderDecoderModel:
@@ -136,6 +139,10 @@ class EncoderDecoderModel:
     unknown = set(merged) - self._decode_args
     if unknown:
       raise ValueError(f"decoder_params {sorted(unknown)} are not arguments of decode_fn")
+    reserved = set(merged) & _SET_BY_MODEL
+    if reserved:
+      raise ValueError(f"decoder_params {sorted(reserved)} are set by the model "
+                       "(use predict_batch's num_decodes / rng, or the vocabulary's eos_id)")
     if num_decodes > 1 and "num_decodes" not in self._decode_args:
       raise ValueError("num_decodes > 1 but decode_fn takes no num_decodes")
     if rng is None:
