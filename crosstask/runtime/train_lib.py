@@ -105,7 +105,8 @@ def train(*,
 
   ds = data.get_dataset(train_dataset_cfg, num_epochs=None, skip_batches=consumed)
   batches = data.numpy_batches(ds)
-  rng = jax.random.key(random_seed + 1)
+  # Placed once as the step expects it (replicated), not re-transferred every step.
+  rng = jax.device_put(jax.random.key(random_seed + 1), partitioner.replicated)
   report = progress.Progress(total_steps, start, writer, every=log_every)
   step = start
   while step < total_steps:
