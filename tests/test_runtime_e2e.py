@@ -83,6 +83,23 @@ def test_gin_error_names_the_file(tmp_path, clean_gin):
     gin_utils.parse([rs.TINY, 'runs/finetune.gin'], ['TRAIN_STEPS=3'])
 
 
+@pytest.mark.parametrize('binding,message', [
+    ('utils.RestoreCheckpointConfig.params_only=False', 'params_only=False'),
+    ("utils.RestoreCheckpointConfig.mode='all'", "mode='all'")])
+def test_train_refuses_initial_checkpoint_settings_it_cannot_honour(tmp_path, clean_gin,
+                                                                   binding, message):
+  from crosstask.runtime import train_lib  # pylint: disable=g-import-not-at-top
+  gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
+                  [f"MODEL_DIR='{tmp_path / 'm'}'", 'TRAIN_STEPS=3',
+                   "MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
+                   "MIXTURE_OR_TASK_MODULE='runtime_helpers'",
+                   "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}",
+                   f"INITIAL_CHECKPOINT_PATH='{tmp_path / 'pretrained'}'", binding])
+  with pytest.raises(ValueError, match=message):
+    train_lib.train()
+  assert not (tmp_path / 'm').exists() or not list((tmp_path / 'm').glob('checkpoint_*'))
+
+
 def test_run_configs_resolve_from_search_paths(clean_gin):
   gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
                   ["MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='x'",

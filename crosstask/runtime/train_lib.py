@@ -72,6 +72,7 @@ def train(*,
   summarize_config_fn(model_dir, writer, 0)
 
   tx, schedule = optimizer_fn()
+  check_initial_checkpoint(restore_checkpoint_cfg)
   trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
                                 data.model_input_shapes(train_dataset_cfg),
                                 num_microbatches=num_microbatches)
@@ -133,3 +134,21 @@ def train(*,
   mgr.close()
   writer.close()
   return step, report.last  # The final step is always a report step.
+
+
+def check_initial_checkpoint(cfg: checkpoints.RestoreCheckpointConfig | None) -> None:
+  """Fails on settings a training run cannot honour, rather than ignoring them.
+
+  A run resumes its full state from MODEL_DIR; INITIAL_CHECKPOINT_PATH only seeds
+  the parameters of a new run.
+  """
+  if cfg is None or not cfg.path:
+    return
+  if not cfg.params_only:
+    raise ValueError(
+        f'RestoreCheckpointConfig.params_only=False for {cfg.path!r}: training takes only '
+        'parameters from INITIAL_CHECKPOINT_PATH and resumes full state from MODEL_DIR. '
+        'To continue that run, train with MODEL_DIR set to its directory.')
+  if cfg.mode not in ('latest', 'specific'):
+    raise ValueError(f"RestoreCheckpointConfig.mode={cfg.mode!r} for {cfg.path!r}: training "
+                     "starts from one checkpoint; use 'latest' or 'specific'.")
