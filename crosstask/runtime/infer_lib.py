@@ -56,6 +56,8 @@ def infer(*,
                                shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
     if num_examples:
       task_ds = task_ds.take(num_examples)
+    # Read and preprocessed once: predicting, scoring and writing the texts each pass over it.
+    task_ds = task_ds.cache()
     model_ds = converter(task_ds, dict(dataset_cfg.task_feature_lengths)).enumerate()
     preds, aux = runner.predict_with_aux(params, model_ds)
     target_scores = dict(runner.score(params, model_ds))
