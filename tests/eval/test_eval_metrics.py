@@ -277,5 +277,5 @@ def test_package_import_stays_light():
   code = ("import sys, crosstask.eval; print(sorted({m.split('.')[0] for m in sys.modules}"
           " & {'jax', 'tensorflow', 'seqio', 'nltk', 'rouge_score', 'torch'}))")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+                       check=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
   assert out.stdout.strip() == "[]"
