@@ -15,6 +15,7 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
+    "jieba==0.42.1",  # LOT metrics: every score moves with the segmentation
 ]
 TASKS = [
     "seqio>=0.0.20",

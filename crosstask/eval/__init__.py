@@ -9,6 +9,7 @@ from crosstask.eval.classification import accuracy
 from crosstask.eval.classification import macro_f1
 from crosstask.eval.keywords import bpref
 from crosstask.eval.keywords import keyword_f1
+from crosstask.eval.lot import lot_outgen_metrics, lot_story_metrics
 from crosstask.eval.rouge import rouge
 from crosstask.eval.tokenizers import tokenize
 
