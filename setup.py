@@ -37,7 +37,7 @@ setuptools.setup(
     description="Chinese and scientific NLP benchmarks as one text-to-text world, in JAX/Flax.",
     # Namespace discovery so the gin, config and sample folders ship as package data.
     packages=setuptools.find_namespace_packages(include=["crosstask", "crosstask.*"]),
-    package_data={"": ["*.gin", "*.tsv", "*.md"]},
+    package_data={"": ["*.gin", "*.tsv", "*.md", "*.jsonl"]},
     python_requires=">=3.11",
     install_requires=CORE,
     extras_require={"tasks": TASKS, "test": TASKS + TEST},
