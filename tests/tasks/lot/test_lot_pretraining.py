@@ -12,8 +12,13 @@ FEATURES = {k: seqio.Feature(seqio.PassThroughVocabulary(V, eos_id=1), add_eos=T
             for k in ("inputs", "targets")}
 
 
-def _texts(lengths, start=10):
-  rows = [np.arange(start, start + n, dtype=np.int32) for n in lengths]
+def _tokens(n):
+  """n ordinary token ids (10..859, repeating), never a sentinel."""
+  return [10 + i % 850 for i in range(n)]
+
+
+def _texts(lengths):
+  rows = [np.array(_tokens(n), dtype=np.int32) for n in lengths]
   return tf.data.Dataset.from_generator(
       lambda: ({"targets": r} for r in rows),
       output_signature={"targets": tf.TensorSpec([None], tf.int32)})
@@ -53,7 +58,7 @@ def test_infilling_masks_15_percent_in_numbered_spans_and_reconstructs():
     assert targets[0] == V - 2 and not _is_sentinel(targets[-1])  # no closing sentinel
     assert len(targets) - len(sentinels) == round(0.15 * n)
     assert not any(_is_sentinel(a) and _is_sentinel(b) for a, b in zip(inputs, inputs[1:]))
-    assert _reconstruct(inputs, targets) == list(range(10, 10 + n))
+    assert _reconstruct(inputs, targets) == _tokens(n)
 
 
 def test_infilling_span_lengths_follow_a_zero_truncated_poisson_3():
@@ -82,7 +87,7 @@ def test_infilling_is_deterministic_for_a_seed_and_varies_across_seeds():
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
 def test_short_texts_do_not_break_either_objective(n):
   ex = _run(P.text_infilling, [n])[0]
-  assert _reconstruct(ex["inputs"], ex["targets"]) == list(range(10, 10 + n))
+  assert _reconstruct(ex["inputs"], ex["targets"]) == _tokens(n)
   ex = _run(P.conditional_continuation, [n])[0]
   assert ex["inputs"][-1] == ex["targets"][0] == V - 2
 
@@ -92,7 +97,7 @@ def test_continuation_splits_front_and_back_at_a_random_point():
   for ex in _run(P.conditional_continuation, [100] * 30):
     inputs, targets = list(ex["inputs"]), list(ex["targets"])
     assert inputs[-1] == targets[0] == V - 2  # `front <extra_id_1>` -> `<extra_id_1> back`
-    assert inputs[:-1] + targets[1:] == list(range(10, 110))
+    assert inputs[:-1] + targets[1:] == _tokens(100)
     splits.append(len(inputs) - 1)
   assert min(splits) >= 1 and max(splits) <= 99 and len(set(splits)) > 10
 
