@@ -31,6 +31,10 @@ class TransformerConfig:
   relative_attention_num_buckets: int = 32
   relative_attention_max_distance: int = 128
   layer_norm_epsilon: float = 1e-6
+  # The id the decoder sees first (HF `decoder_start_token_id`): 0 for T5/mT5,
+  # 1 in every LongLM generation call. Data and decoding keep 0 there; the
+  # decoder embeds it as this id.
+  decoder_start_id: int = 0
   dtype: str = "bfloat16"
   param_dtype: str = "float32"
 
@@ -51,6 +55,10 @@ class TransformerConfig:
     if self.relative_attention_num_buckets < 2:
       raise ValueError(f"TransformerConfig.relative_attention_num_buckets must be >= 2, "
                        f"got {self.relative_attention_num_buckets!r}")
+    if (not isinstance(self.decoder_start_id, int) or isinstance(self.decoder_start_id, bool)
+        or not 0 <= self.decoder_start_id < self.vocab_size):
+      raise ValueError(f"TransformerConfig.decoder_start_id must be an id in [0, vocab_size="
+                       f"{self.vocab_size}), got {self.decoder_start_id!r}")
     if self.layer_norm_epsilon <= 0:
       raise ValueError(f"TransformerConfig.layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}")
     for name in ("dtype", "param_dtype"):

@@ -56,7 +56,8 @@ def config_from_hf(hf: Mapping, *, dtype: str = "float32") -> TransformerConfig:
       dropout_rate=hf.get("dropout_rate", 0.1),
       relative_attention_num_buckets=hf.get("relative_attention_num_buckets", 32),
       relative_attention_max_distance=hf.get("relative_attention_max_distance", 128),
-      layer_norm_epsilon=hf.get("layer_norm_epsilon", 1e-6), dtype=dtype)
+      layer_norm_epsilon=hf.get("layer_norm_epsilon", 1e-6),
+      decoder_start_id=hf.get("decoder_start_token_id") or 0, dtype=dtype)
 
 
 def hf_config_from(config: TransformerConfig) -> dict:
@@ -79,7 +80,7 @@ def hf_config_from(config: TransformerConfig) -> dict:
       "relative_attention_num_buckets": config.relative_attention_num_buckets,
       "relative_attention_max_distance": config.relative_attention_max_distance,
       "layer_norm_epsilon": config.layer_norm_epsilon, "is_encoder_decoder": True,
-      "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0,
+      "pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": config.decoder_start_id,
   }
 
 

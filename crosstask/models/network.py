@@ -115,6 +115,10 @@ class Decoder(nn.Module):
       self_bias = _bias_from_mask(self_mask) + relpos(length, length)
       cross_bias = _bias_from_mask(
           _pair_mask(q_valid, enc_valid, segment_ids, encoder_segment_ids))
+    if cfg.decoder_start_id:
+      # Inputs hold T5X's start/pad id 0 (feature converter, decoding loop); models trained
+      # with another start token (LongLM: 1) see that one. Masks come from the targets.
+      tokens = jnp.where(tokens == 0, cfg.decoder_start_id, tokens)
     x = self.shared_embedding(tokens)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
