@@ -83,7 +83,7 @@ def pretrain_bleu(targets: Sequence[dict], predictions: Sequence[str]) -> dict[s
 
 def _vocabulary():
   from crosstask.tasks import vocabularies  # pylint: disable=g-import-not-at-top
-  return vocabularies.deferred_task_vocabulary()
+  return vocabularies.deferred_vocabulary()
 
 
 def _task(name: str, objective) -> seqio.Task:
