@@ -53,13 +53,12 @@ FEATURE_LENGTHS = {
 
 
 def _text(value) -> str:
-  if isinstance(value, bytes):
-    return value.decode("utf-8")
+  """str of a str, bytes or numpy/TF scalar; undecodable bytes become U+FFFD."""
   if hasattr(value, "numpy"):
     value = value.numpy()
-  if hasattr(value, "item"):
+  if hasattr(value, "item") and not isinstance(value, (bytes, str)):
     value = value.item()
-  return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+  return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _example(record: dict, *, inputs, outputs, extras=()) -> dict[str, str]:
@@ -100,7 +99,7 @@ def choose_candidate(prediction: str, candidates: list[str]) -> str:
   """
   pred = _normalised(lot_metrics.clean_prediction(prediction))
   cands = [_normalised(c) for c in candidates]
-  exact = [i for i, c in enumerate(cands) if c == pred]
+  exact = [i for i, c in enumerate(cands) if c == pred and pred]
   if len(exact) == 1:
     return str(exact[0])
   lengths = [_lcs_length(pred, c) for c in cands]
@@ -110,9 +109,11 @@ def choose_candidate(prediction: str, candidates: list[str]) -> str:
 
 def clozet_postprocess(output, example=None, is_target=False) -> str:
   """Targets -> gold label; predictions -> the chosen candidate's label."""
+  example = example or {}
   if is_target:
     return _text(example["label"])
-  return choose_candidate(_text(output), [_text(example["plot0"]), _text(example["plot1"])])
+  candidates = [_text(example.get("plot0", b"")), _text(example.get("plot1", b""))]
+  return choose_candidate(_text(output), candidates)
 
 
 def clozet_rank_records(split: str) -> list[dict]:
