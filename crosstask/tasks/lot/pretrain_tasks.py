@@ -3,7 +3,9 @@
 `longlm_infilling_demo` and `longlm_continuation_demo` read the demo corpus
 (`corpus.py`), tokenize it, cut it into segments that fit the feature lengths
 and apply one objective each (`pretraining.py`). `longlm_pretrain_demo` mixes
-them 1:1; `pretrain_mixture(infill_rate=...)` registers another rate.
+them 1:1 (the paper gives no ratio); `longlm_pretrain_demo_infill<NN>` for
+NN = 10, 20, ..., 90 gives NN% to infilling, and `pretrain_mixture(rate)`
+registers any other rate.
 
 Eval metrics are those of the paper's Table 9: perplexity (a score metric: the
 model's log-likelihood of the targets over their token count, EOS included) and
@@ -18,7 +20,6 @@ import functools
 import math
 from collections.abc import Sequence
 
-import gin
 import numpy as np
 import seqio
 import tensorflow as tf
@@ -104,12 +105,11 @@ def _task(name: str, objective) -> seqio.Task:
   return task
 
 
-@gin.configurable
 def pretrain_mixture(infill_rate: float = 0.5) -> str:
   """The name of the infilling/continuation mixture with this infilling share."""
   if not 0.0 < infill_rate < 1.0:
     raise ValueError(f"infill_rate must be in (0, 1), got {infill_rate!r}")
-  name = MIXTURE if infill_rate == 0.5 else f"{MIXTURE}_infill{round(infill_rate * 100)}"
+  name = MIXTURE if infill_rate == 0.5 else f"{MIXTURE}_infill{infill_rate * 100:g}"
   if name not in seqio.MixtureRegistry.names():
     seqio.MixtureRegistry.add(name, [(INFILL_TASK, infill_rate),
                                      (CONTINUATION_TASK, 1.0 - infill_rate)])
@@ -117,7 +117,9 @@ def pretrain_mixture(infill_rate: float = 0.5) -> str:
 
 
 def register() -> list[str]:
-  """Registers both objectives and the 1:1 mixture (no data read)."""
+  """Registers both objectives and the mixtures (no data read)."""
   _task(INFILL_TASK, pretraining.text_infilling)
   _task(CONTINUATION_TASK, pretraining.conditional_continuation)
-  return [INFILL_TASK, CONTINUATION_TASK, pretrain_mixture()]
+  mixtures = [pretrain_mixture()] + [pretrain_mixture(n / 100) for n in range(10, 100, 10)
+                                     if n != 50]
+  return [INFILL_TASK, CONTINUATION_TASK, *mixtures]

@@ -53,7 +53,7 @@ def _span_lengths(seed, num_noise):
   """Zero-truncated Poisson(3) lengths whose sum is exactly num_noise (last one cut)."""
   draws = tf.random.stateless_poisson([num_noise + 1], seed, MEAN_SPAN_LENGTH, dtype=tf.int32)
   draws = tf.boolean_mask(draws, draws > 0)
-  draws = tf.concat([draws, tf.ones([num_noise], tf.int32)], 0)  # never run short
+  draws = tf.concat([draws, tf.ones([num_noise + 1], tf.int32)], 0)  # never run short or empty
   ends = tf.minimum(tf.cumsum(draws), num_noise)
   ends = tf.boolean_mask(ends, tf.concat([[True], ends[1:] > ends[:-1]], 0))
   return ends - tf.concat([[0], ends[:-1]], 0)

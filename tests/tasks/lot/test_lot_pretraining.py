@@ -86,8 +86,8 @@ def test_infilling_is_deterministic_for_a_seed_and_varies_across_seeds():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
 def test_short_texts_do_not_break_either_objective(n):
-  ex = _run(P.text_infilling, [n])[0]
-  assert _reconstruct(ex["inputs"], ex["targets"]) == _tokens(n)
+  for ex in _run(P.text_infilling, [n] * 20):  # 20 seeds: some Poisson draws are 0
+    assert _reconstruct(ex["inputs"], ex["targets"]) == _tokens(n)
   ex = _run(P.conditional_continuation, [n])[0]
   assert ex["inputs"][-1] == ex["targets"][0] == V - 2
 
@@ -113,3 +113,11 @@ def test_targets_end_with_eos_after_trim_and_segments_fit():
   for ex in ds.as_numpy_iterator():
     assert ex["targets"][-1] == 1 and ex["inputs"][-1] == 1
     assert not _is_sentinel(ex["targets"][-2])
+
+
+def test_span_lengths_sum_to_the_noise_budget_for_every_seed():
+  for seed in range(60):  # covers seeds whose single Poisson draw is 0 (e^-3 = 5%)
+    for budget in (0, 1, 5, 30):
+      lengths = P._span_lengths(tf.constant([seed, 7], tf.int32), budget).numpy()  # pylint: disable=protected-access
+      assert lengths.sum() == budget and (lengths >= 0).all()
+      assert (lengths[:-1] > 0).all()
