@@ -44,6 +44,12 @@ def _shingles(text: str) -> set[str]:
   return {text[i:i + SHINGLE] for i in range(max(1, len(text) - SHINGLE + 1))}
 
 
+def overlaps(text: str, banned: set[str]) -> bool:
+  """Whether `text` (whitespace deleted) shares a 20-character string with `banned`."""
+  text = "".join(text.split())
+  return any(text[i:i + SHINGLE] in banned for i in range(max(1, len(text) - SHINGLE + 1)))
+
+
 def excluded_shingles(root: pathlib.Path) -> set[str]:
   """20-character strings of every NLPCC story under the root."""
   shingles: set[str] = set()
@@ -69,7 +75,7 @@ def documents(root: str | os.PathLike | None = None, *, with_cmrc: bool = True
     docs += _cmrc_documents(root / CMRC_FILE)
   docs = [d for d in docs if len(d) >= MIN_CHARS]
   banned = excluded_shingles(root)
-  kept = [d for d in docs if not (_shingles(d) & banned)]
+  kept = [d for d in docs if not overlaps(d, banned)]
   return kept, len(docs) - len(kept)
 
 
