@@ -1,0 +1,66 @@
+"""The LongLM pretraining tasks on the demo corpus, with the Chinese SentencePiece vocabulary."""
+
+import math
+
+import gin
+import numpy as np
+import pytest
+import seqio
+
+from crosstask import paths
+import crosstask.tasks.lot  # pylint: disable=unused-import  # registers the tasks
+from crosstask.tasks.lot import corpus
+from crosstask.tasks.lot import pretrain_tasks as PT
+
+
+@pytest.fixture
+def cn_vocab(official_data):
+  gin.clear_config()
+  gin.bind_parameter("vocabularies.task_vocabulary.path",
+                     str(official_data / "vocab" / "sentencepiece_cn.model"))
+  with paths.use_data_dir(official_data):
+    yield
+  gin.clear_config()
+
+
+def test_demo_corpus_keeps_nlpcc_stories_out(official_data):
+  docs, dropped = corpus.documents(official_data)
+  assert len(docs) > 10_000 and dropped > 0  # some C3 fables retell NLPCC stories
+  banned = corpus.excluded_shingles(official_data)
+  assert not any(corpus.overlaps(d, banned) for d in docs[:2000])
+  val = corpus.split_documents(docs, "validation")
+  assert len(val) == len(docs[::20]) and not set(val) & set(corpus.split_documents(docs, "train"))
+
+
+def test_infilling_examples_start_with_extra_id_1_and_end_with_eos(cn_vocab):
+  task = seqio.get_mixture_or_task(PT.INFILL_TASK)
+  ds = task.get_dataset({"inputs": 128, "targets": 128}, split="validation", shuffle=False)
+  ex = next(ds.as_numpy_iterator())
+  vocab = task.output_features["targets"].vocabulary
+  assert vocab.vocab_size == 32596
+  assert ex["targets"][0] == 32594 and ex["targets"][-1] == 1  # <extra_id_1> ... </s>
+  assert 32594 in ex["inputs"] and ex["inputs"][-1] == 1
+  assert "<extra_id_1>" in vocab.decode(ex["targets"].tolist())
+  target = PT.postprocess(vocab.decode(ex["targets"].tolist()), example=ex, is_target=True)
+  assert "extra_id" not in target["text"] and target["num_tokens"] == len(ex["targets"])
+
+
+def test_continuation_examples(cn_vocab):
+  task = seqio.get_mixture_or_task(PT.CONTINUATION_TASK)
+  ds = task.get_dataset({"inputs": 128, "targets": 128}, split="validation", shuffle=False)
+  ex = next(ds.as_numpy_iterator())
+  assert ex["inputs"][-2:].tolist() == [32594, 1] and ex["targets"][0] == 32594
+
+
+def test_mixture_rates_and_table9_metrics():
+  mix = seqio.get_mixture_or_task("longlm_pretrain_demo_infill70")
+  rates = {t.name: mix.get_rate(t) for t in mix.tasks}
+  assert rates == {PT.INFILL_TASK: pytest.approx(0.7), PT.CONTINUATION_TASK: pytest.approx(0.3)}
+  assert PT.pretrain_mixture(0.5) == "longlm_pretrain_demo"
+  with pytest.raises(ValueError, match="infill_rate"):
+    PT.pretrain_mixture(1.0)
+  targets = [{"text": "小猫在河边钓鱼，钓到了一条大鱼。", "num_tokens": 4}, {"text": "是的", "num_tokens": 6}]
+  assert PT.perplexity(targets, [-4.0, -6.0]) == {"perplexity": pytest.approx(math.e)}
+  assert PT.pretrain_bleu(targets, ["小猫在河边钓鱼，钓到了一条大鱼。", ""]) == {"bleu-3": pytest.approx(50.0),
+                                                          "bleu-4": pytest.approx(50.0)}
+  assert np.isfinite(PT.perplexity(targets, [0.0, 0.0])["perplexity"])
