@@ -64,3 +64,23 @@ def test_mixture_rates_and_table9_metrics():
   assert PT.pretrain_bleu(targets, ["小猫在河边钓鱼，钓到了一条大鱼。", ""]) == {"bleu-3": pytest.approx(50.0),
                                                           "bleu-4": pytest.approx(50.0)}
   assert np.isfinite(PT.perplexity(targets, [0.0, 0.0])["perplexity"])
+
+
+def test_seqio_evaluator_reports_table9_metrics(cn_vocab):
+  """Perplexity comes from the scores, BLEU from the predictions (here: the targets)."""
+  evaluator = seqio.Evaluator(
+      mixture_or_task_name=PT.INFILL_TASK,
+      feature_converter=seqio.EncDecFeatureConverter(pack=False),
+      eval_split="validation", sequence_length={"inputs": 64, "targets": 64}, num_examples=4)
+  cached = evaluator.cached_model_datasets[PT.INFILL_TASK]
+  targets = {int(i): ex["decoder_target_tokens"] for i, ex in cached.as_numpy_iterator()}
+  lengths = {i: int((t != 0).sum()) for i, t in targets.items()}
+  metrics, _ = evaluator.evaluate(
+      compute_metrics=True,
+      predict_fn=lambda ds: [(i, targets[i].tolist()) for i in range(len(targets))],
+      score_fn=lambda ds: [(i, -2.0 * lengths[i]) for i in range(len(targets))])
+  result = metrics.result()[PT.INFILL_TASK]
+  assert result["perplexity"] == pytest.approx(math.exp(2.0))
+  assert result["bleu-3"] == pytest.approx(100.0)
+  # Unsmoothed BLEU-4 of a target with fewer than 4 jieba words is ~0, even against itself.
+  assert 0.0 < result["bleu-4"] <= 100.0
