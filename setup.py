@@ -22,6 +22,12 @@ TASKS = [
     "tensorflow-text>=2.21",
     "tensorflow-datasets>=4.9",
 ]
+# The official SciRepEval evaluation: linear probes, Kendall tau, trec_eval.
+SCIREPEVAL = [
+    "scikit-learn>=1.5",
+    "scipy>=1.13",
+    "pytrec-eval-terrier>=0.5.6",
+]
 TEST = [
     "pytest>=9",
     "pytest-xdist>=3.8",
@@ -39,5 +45,6 @@ setuptools.setup(
     package_data={"": ["*.gin", "*.tsv", "*.md"]},
     python_requires=">=3.11",
     install_requires=CORE,
-    extras_require={"tasks": TASKS, "test": TASKS + TEST},
+    extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL,
+                    "test": TASKS + SCIREPEVAL + TEST},
 )
