@@ -1,0 +1,1 @@
+"""SciRepEval: readers, embedding inputs and text forms (tasks register after the shared layer)."""
