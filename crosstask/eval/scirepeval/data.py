@@ -13,12 +13,14 @@ import json
 import math
 import os
 import pathlib
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 PathLike = str | os.PathLike
+_FLOAT_INT = re.compile(r"^\d+\.0+$")
 
 
 class ScirepevalDataError(ValueError):
@@ -44,8 +46,12 @@ def normalise_id(value: Any, where: str, field: str) -> str:
     if not value.is_integer():
       raise located(where, f"field {field!r}: id {value!r} is not an integer")
     return str(int(value))
-  if isinstance(value, (int, str)):
-    return str(value).strip()
+  if isinstance(value, int):
+    return str(value)
+  if isinstance(value, str):
+    text = value.strip()
+    # "102.0": an integer id that passed through a float column (pandas, CSV).
+    return text.split(".")[0] if _FLOAT_INT.match(text) else text
   raise located(where, f"field {field!r}: id must be a string or integer, got "
                 f"{type(value).__name__}")
 
