@@ -1,0 +1,125 @@
+"""Text-to-text examples of each SciRepEval task and split, read from the data root.
+
+Layout under `$CROSSTASK_DATA_DIR/scirepeval/` (the S3 layout plus meta exports):
+  train/<config>/{train,val}.jsonl    training rows (TRAINING.md) -> splits train, validation
+  test/<test config>/                 train.csv / test.csv probe splits, test_qrel.jsonl, ...
+  test/<test config>/meta.jsonl       texts of the papers (or meta/<meta config>.jsonl)
+  sample_data/                        the official training samples -> split `sample`
+Out-of-train classification/regression tasks fine-tune on their probe `train`
+split (not comparable to the paper); probe `test` splits and qrels are never
+training data. Pairs for training: up to 5 (positive, negative) candidate pairs
+per query (positives cycled), as the official IR training dataset.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+from typing import Any
+
+from crosstask import paths
+from crosstask.tasks.scirepeval import readers, text
+
+SAMPLE_FILES = {"fos": "fos_small.json", "mesh_descriptors": "mesh_small.json",
+                "search": "search_small.jsonl", "same_author": "s2and_small.json",
+                "cite_prediction": "specter_small.json"}
+MAX_TRAINING_PAIRS = 5
+
+
+def root() -> pathlib.Path:
+  return (paths.data_dir() or paths.SAMPLE_DIR) / "scirepeval"
+
+
+def splits(task: text.TextTask) -> tuple[str, ...]:
+  out = ("train", "validation") if task.spec.in_train else ("train",)
+  if task.spec.evaluated:
+    out += ("test",)
+  if task.key in SAMPLE_FILES:
+    out += ("sample",)
+  return out
+
+
+def _meta(task: text.TextTask) -> dict[str, dict]:
+  base = root()
+  for path in (base / "test" / task.spec.test / "meta.jsonl",
+               base / "meta" / f"{task.spec.meta}.jsonl"):
+    if path.is_file():
+      if task.kind == "pair":
+        return {"rows": readers.read_ir_rows(path)}
+      return {p["doc_id"]: p for p in readers.read_meta(path)}
+  raise FileNotFoundError(f"no meta file for {task.name}: looked for "
+                          f"{base / 'test' / task.spec.test / 'meta.jsonl'} and "
+                          f"{base / 'meta' / (task.spec.meta + '.jsonl')}")
+
+
+def _probe_records(task: text.TextTask, split: str) -> Iterator[dict[str, Any]]:
+  directory = root() / "test" / task.spec.test
+  path = next((directory / f"{split}{s}" for s in (".csv", ".jsonl")
+               if (directory / f"{split}{s}").is_file()), directory / f"{split}.csv")
+  rows = readers.read_probe_split(readers.require_file(path, f"{task.name} probe split"))
+  meta = _meta(task)
+  for paper_id, label in rows:
+    if paper_id in meta:  # As the official probes: papers without text are skipped.
+      yield {**meta[paper_id], "label": label}
+
+
+def training_pairs(row: dict[str, Any], limit: int = MAX_TRAINING_PAIRS
+                   ) -> list[tuple[dict, int]]:
+  """(candidate, grade) for up to `limit` (positive, negative) pairs of one query."""
+  pos = [c for c in row["candidates"] if c.get("score", 0) > 0]
+  neg = [c for c in row["candidates"] if c.get("score", 0) == 0]
+  out = []
+  for i in range(min(limit, len(neg)) if pos else 0):
+    out += [(pos[i % len(pos)], pos[i % len(pos)]["score"]), (neg[i], 0)]
+  return out
+
+
+def _pair_training(task: text.TextTask, path: pathlib.Path) -> Iterator[dict[str, str]]:
+  if task.key == "cite_prediction":
+    for n, t in enumerate(readers.read_triplets(path)):
+      for part, grade in (("pos", 1), ("neg", 0)):
+        yield text.pair_examples(task, {"query": t["query"], "candidates": [
+            {**t[part], "score": grade}]})[0]
+    return
+  for n, row in enumerate(readers.read_ir_rows(path, graded=True)):
+    query = {**row["query"], "doc_id": row["query"].get("doc_id") or f"{path.name}:{n}"}
+    cands = [{**c, "score": g} for c, g in training_pairs(row)]
+    if cands:
+      yield from text.pair_examples(task, {"query": query, "candidates": cands})
+
+
+def _pair_test(task: text.TextTask) -> Iterator[dict[str, str]]:
+  directory = root() / "test" / task.spec.test
+  qrels = readers.read_qrels(readers.require_file(directory / "test_qrel.jsonl",
+                                                  f"{task.name} qrels"))
+  for row in _meta(task)["rows"]:
+    qid = row["query"].get("doc_id") or row.get("doc_id", "")
+    yield from text.pair_examples(task, {**row, "query": {**row["query"], "doc_id": qid}},
+                                  qrels.get(qid, {}))
+
+
+def examples(task: text.TextTask, split: str) -> list[dict[str, str]]:
+  """The split's {"inputs", "targets", ...} examples (strings), in file order."""
+  if split not in splits(task):
+    raise ValueError(f"{task.name} has no split {split!r}; it has {splits(task)}")
+  if split == "sample":
+    path = root() / "sample_data" / SAMPLE_FILES[task.key]
+  elif split in ("train", "validation") and task.spec.in_train:
+    path = root() / "train" / task.spec.meta / ("train.jsonl" if split == "train" else "val.jsonl")
+  else:
+    path = None
+  if task.kind == "pair":
+    rows = _pair_test(task) if path is None else _pair_training(
+        task, readers.require_file(path, f"{task.name} {split} file"))
+    return [dict(r) for r in rows]
+  if path is None:
+    records: Any = _probe_records(task, split)
+  else:
+    records = readers.read_training(
+        readers.require_file(path, f"{task.name} {split} file"), task.label_field,
+        label_set=task.label_names or None)
+  out = []
+  for r in records:
+    ex = text.paper_example(task, r)
+    out.append(ex)
+  return out

@@ -1,0 +1,93 @@
+"""Text forms of the 23 SciRepEval tasks: prompts, targets, pairs, splits."""
+
+import pathlib
+
+import pytest
+
+from crosstask import paths
+from crosstask.tasks.scirepeval import records, text
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "scirepeval"
+
+
+def test_23_text_tasks_all_but_s2and():
+  assert len(text.TEXT_TASKS) == 23
+  assert {t.spec.name for t in text.TEXT_TASKS} >= {"Citation Prediction", "TREC-CoVID"}
+  assert "S2AND" not in {t.spec.name for t in text.TEXT_TASKS}
+  assert set(text.IN_TRAIN) == {"fos", "mesh_descriptors", "cite_count", "pub_year",
+                                "same_author", "high_influence_cite", "cite_prediction", "search"}
+  with pytest.raises(KeyError, match="no text form"):
+    text.get("s2and")
+
+
+@pytest.mark.parametrize("key,prompt", [
+    ("fos", "Title + Abstract -> Fields of study"),
+    ("pub_year", "Title + Abstract -> Publication year"),
+    ("search", "Query + Title + Abstract + Venue + Year -> Relevant"),
+    ("trec_covid", "Query + Title + Abstract -> Relevant"),
+    ("same_author", "Title + Abstract + Candidate title + Candidate abstract -> Same author"),
+    ("paper_reviewer_matching",
+     "Title + Abstract + Reviewer paper title + Reviewer paper abstract -> Reviewer match"),
+])
+def test_prompts(key, prompt):
+  assert text.get(key).prompt == prompt
+
+
+def test_classification_and_regression_targets():
+  fos = text.get("fos")
+  # Label-file order whatever the input order; multi-hot and index lists agree.
+  assert text.label_target(fos, ["Physics", "Art"]) == "Art, Physics"
+  assert text.label_target(fos, [0] * 19 + [1, 0, 0, 0]) == "Physics"
+  assert text.label_target(text.get("drsm"), 2) == "disease mechanism"
+  with pytest.raises(ValueError, match="outside 0..5"):
+    text.label_target(text.get("drsm"), 6)
+  assert text.label_target(text.get("biomimicry"), 1) == "yes"
+  ex = text.paper_example(text.get("cite_count"),
+                          {"doc_id": "7", "title": "T", "abstract": "", "label": 2.302585})
+  assert ex == {"inputs": "Title + Abstract -> Citations Title: T", "targets": "2.303",
+                "doc_id": "7"}
+
+
+def test_pair_examples_and_training_pairs():
+  task = text.get("relish")
+  row = {"query": {"doc_id": "q", "title": "Q", "abstract": "qa"},
+         "candidates": [{"doc_id": "a", "title": "A", "abstract": ""},
+                        {"doc_id": "b", "title": "B", "abstract": "bb"}]}
+  out = text.pair_examples(task, row, {"a": 2, "b": 0, "z": 1})
+  assert out[0] == {"inputs": "Title + Abstract + Candidate title + Candidate abstract -> "
+                              "Relevant Title: Q; Abstract: qa; Candidate title: A",
+                    "targets": "yes", "query_id": "q", "cand_id": "a", "grade": "2"}
+  assert out[1]["targets"] == "no" and len(out) == 2  # z: judged but not in the meta row.
+  cands = [{"doc_id": str(i), "score": s} for i, s in enumerate([1, 0, 0, 2, 0, 0, 0, 0])]
+  pairs = records.training_pairs({"candidates": cands})
+  assert [(c["doc_id"], g) for c, g in pairs] == [
+      ("0", 1), ("1", 0), ("3", 2), ("2", 0), ("0", 1), ("4", 0), ("3", 2), ("5", 0),
+      ("0", 1), ("6", 0)]
+  assert records.training_pairs({"candidates": cands[1:3]}) == []  # No positive.
+
+
+def test_test_split_from_meta_and_qrels(tmp_path):
+  root = tmp_path / "scirepeval" / "test" / "relish"
+  root.mkdir(parents=True)
+  for name in ("meta.jsonl", "test_qrel.jsonl"):
+    (root / name).write_bytes((FIXTURES / "relish" / name).read_bytes())
+  with paths.use_data_dir(tmp_path):
+    got = records.examples(text.get("relish"), "test")
+    assert [(e["query_id"], e["cand_id"], e["targets"]) for e in got] == [
+        ("r0", "c1", "yes"), ("r0", "c2", "no"), ("r0", "c3", "yes"), ("r1", "c2", "no"),
+        ("r1", "c4", "no")]
+    with pytest.raises(FileNotFoundError, match="train.jsonl"):
+      records.examples(text.get("search"), "train")
+    with pytest.raises(ValueError, match="no split 'validation'"):
+      records.examples(text.get("relish"), "validation")
+
+
+def test_sample_split(official_data):
+  with paths.use_data_dir(official_data):
+    fos = records.examples(text.get("fos"), "sample")
+    search = records.examples(text.get("search"), "sample")
+    specter = records.examples(text.get("cite_prediction"), "sample")
+  assert len(fos) == 205 and fos[0]["targets"] == "Mathematics"
+  assert sum(", " in e["targets"] for e in fos) == 32  # 30 papers with 2 fields, 2 with 3.
+  assert len(search) == 1000 and {e["targets"] for e in search} == {"yes", "no"}
+  assert len(specter) == 400 and [e["targets"] for e in specter[:2]] == ["yes", "no"]
