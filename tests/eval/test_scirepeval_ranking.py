@@ -73,3 +73,13 @@ def test_reviewer_run_is_mean_of_top3_cosines():
 def test_scores_run_from_text_to_text_scores():
   run = ranking.scores_run([("q", 1, -0.5), ("q", "2", 0.25)])
   assert run == {"q": {"1": -0.5, "2": 0.25}}
+
+
+def test_query_whose_candidates_lack_embeddings_counts_zero_but_missing_query_drops():
+  emb = _embeddings()
+  qrels = {"q1": {"a": 1, "b": 0}, "q2": {"zz": 1}, "nq": {"a": 1}}
+  run = ranking.embedding_run(emb, qrels)
+  assert run["q2"] == {} and "nq" not in run  # As the official retrieval builds it.
+  got = ranking.ir_metrics(qrels, run, ["map"])
+  perfect = ranking.ir_metrics({"q1": qrels["q1"]}, {"q1": run["q1"]}, ["map"])["map"]
+  assert got["map"] == round(perfect / 2, 2)
