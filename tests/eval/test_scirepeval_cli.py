@@ -28,9 +28,9 @@ def test_relish_hand_computed(capsys):
   code, out = _score(capsys, "--task", "relish", "--embeddings", EMB, "--data",
                      str(FIXTURES))
   assert code == 0
-  assert out["RELISH"] == {"ndcg": 50.0, "_info": {"queries_without_embedding": 0,
-                                                    "candidates_without_embedding": 1}}
+  assert out["RELISH"] == {"ndcg": 50.0}
   assert out["scored_by"]["backend"] == "sklearn"
+  assert out["scored_by"]["candidates_without_embedding"] == 1
 
 
 def test_paper_reviewer_matching_hand_computed(capsys):
@@ -85,8 +85,9 @@ def test_regression_kendall_tau(tmp_path, capsys):
   preds = GridSearchCV(LinearSVR(random_state=42), {"C": np.logspace(-4, 2, 7)},
                        cv=3).fit(x, y).predict(xt)
   want = round(100 * stats.kendalltau(yt, preds)[0], 2)
-  assert out["Tweet Mentions"] == {"kendalltau": want, "_info": {
-      "train_rows": 150, "test_rows": 60, "dropped_without_embedding": 1}}
+  assert out["Tweet Mentions"] == {"kendalltau": want}
+  assert out["scored_by"]["rows_without_embedding"] == 1
+  assert out["scored_by"]["train_rows"] == 150 and out["scored_by"]["test_rows"] == 60
   saved = json.loads((tmp_path / "results.json").read_text())
   assert saved["Tweet Mentions"]["kendalltau"] == want
 

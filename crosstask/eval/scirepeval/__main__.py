@@ -5,8 +5,9 @@
   python -m crosstask.eval.scirepeval aggregate --results results.json
 
 `score` prints `{"<official task name>": <results>}` (the official JSON shape) and
-a `scored_by` entry naming the scorer and backend; `--output` merges the task
-into an existing results file, so several tasks build up one file.
+a `scored_by` entry naming the scorer, the backend and what was dropped for lack
+of an embedding; `--output` merges the task into an existing results file, so
+several tasks build up one file (`scored_by` then describes the last one).
 """
 
 from __future__ import annotations
@@ -47,13 +48,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(agg.aggregate(json.load(f)), indent=2))
       return 0
     spec = benchmark.get(args.task)
+    info: dict = {}
     result = score.score_task(spec, args.embeddings, args.data, backend=args.backend,
                               n_jobs=args.n_jobs, float16=args.float16,
-                              few_shot_runs=not args.no_few_shot)
+                              few_shot_runs=not args.no_few_shot, info=info)
   except (KeyError, FileNotFoundError, data.ScirepevalDataError, ValueError) as e:
     print(f"ERROR: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
     return 2
-  out = {spec.name: result, "scored_by": score.scored_by(args.backend)}
+  out = {spec.name: result, "scored_by": {**score.scored_by(args.backend),
+                                          "task": spec.name, "float16": args.float16, **info}}
   if args.output:
     merged = {}
     if os.path.isfile(args.output):

@@ -60,7 +60,8 @@ def probe_arrays(rows, embeddings: Mapping[str, np.ndarray], where: str
 
 def score_supervised(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
                      directory: pathlib.Path, *, backend: str = "sklearn",
-                     n_jobs: int = 1, few_shot_runs: bool = True) -> dict[str, Any]:
+                     n_jobs: int = 1, few_shot_runs: bool = True,
+                     info: dict | None = None) -> dict[str, Any]:
   train_path, test_path = _split_file(directory, "train"), _split_file(directory, "test")
   x_train, y_train, drop_train = probe_arrays(data.read_probe_split(train_path), embeddings,
                                               str(train_path))
@@ -77,10 +78,11 @@ def score_supervised(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
     preds = probes.classify(x_train, y_train, x_test, multi_label=spec.multi_label,
                             backend=backend, n_jobs=n_jobs)
     complete = probes.classification_metrics(y_test, preds, spec.metrics)
-  info = {"train_rows": int(len(x_train)), "test_rows": int(len(x_test)),
-          "dropped_without_embedding": int(drop_train + drop_test)}
+  if info is not None:
+    info.update({"train_rows": int(len(x_train)), "test_rows": int(len(x_test)),
+                 "rows_without_embedding": int(drop_train + drop_test)})
   if not spec.few_shot or not few_shot_runs:
-    return {**complete, "_info": info} if info["dropped_without_embedding"] else complete
+    return complete
   runs = [{"sample_size": k, "results": few_shot.few_shot_scores(
               x_train, y_train, x_test, y_test, sample_size=k, iterations=n,
               metrics=spec.metrics, multi_label=spec.multi_label, backend=backend,
@@ -90,7 +92,7 @@ def score_supervised(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
 
 
 def score_ranking(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
-                  directory: pathlib.Path) -> dict[str, Any]:
+                  directory: pathlib.Path, info: dict | None = None) -> dict[str, Any]:
   if spec.name == "Paper-Reviewer Matching":
     reviewers = data.read_reviewer_metadata(directory / "reviewer_metadata.jsonl")
     splits = [(f"{s}_", directory / f"test_{s}_qrel.jsonl") for s in ("hard", "soft")]
@@ -106,19 +108,20 @@ def score_ranking(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
   missing = ranking.Missing()
   run = ranking.embedding_run(embeddings, qrels, missing)
   out = ranking.ir_metrics(qrels, run, spec.metrics)
-  if missing.queries or missing.candidates:
-    out["_info"] = {"queries_without_embedding": missing.queries,
-                    "candidates_without_embedding": missing.candidates}
+  if info is not None:
+    info.update({"queries": len(qrels), "queries_without_embedding": missing.queries,
+                 "candidates_without_embedding": missing.candidates})
   return out
 
 
 def score_task(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray] | str | os.PathLike,
                data_dir: str | os.PathLike, *, backend: str = "sklearn", n_jobs: int = 1,
-               float16: bool = False, few_shot_runs: bool = True) -> dict[str, Any]:
+               float16: bool = False, few_shot_runs: bool = True,
+               info: dict | None = None) -> dict[str, Any]:
   """The task's entry of the official results JSON (metrics x100, rounded to 2).
 
-  Results may carry an `_info` entry (rows dropped for lack of an embedding);
-  the official evaluator drops them silently.
+  `info`, when given, receives counts the official evaluator keeps to itself:
+  rows, queries and candidates dropped for lack of an embedding.
   """
   if spec.external or not spec.evaluated:
     return {"not_run": True, "reason": "S2AND is scored by allenai/S2AND" if spec.external
@@ -128,8 +131,8 @@ def score_task(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray] | str | os
   directory = task_dir(spec, data_dir)
   if spec.type in (B.CLASSIFICATION, B.REGRESSION):
     return score_supervised(spec, embeddings, directory, backend=backend, n_jobs=n_jobs,
-                            few_shot_runs=few_shot_runs)
-  return score_ranking(spec, embeddings, directory)
+                            few_shot_runs=few_shot_runs, info=info)
+  return score_ranking(spec, embeddings, directory, info=info)
 
 
 def scored_by(backend: str) -> dict[str, str]:
