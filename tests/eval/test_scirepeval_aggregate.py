@@ -92,3 +92,8 @@ def test_aggregate_reports_missing_tasks():
   assert got["in_train_count"] == 6 and got["out_of_train_count"] == 19
   assert math.isclose(got["average"], np.mean(
       [v for part in got["numbers"].values() for v in part.values()]))
+
+
+def test_tasks_scored_from_the_official_float16_cache():
+  assert {t.name for t in B.TASKS if t.cached} == {
+      "Max hIndex", "SciDocs MeSH", "SciDocs CoView", "SciDocs CoCite", "SciDocs CoRead"}

@@ -108,3 +108,14 @@ def test_errors_are_clear(tmp_path, capsys):
   assert code == 2 and "no test data for 'DRSM'" in err
   code, out = _score(capsys, "--task", "s2and", "--embeddings", EMB, "--data", str(tmp_path))
   assert code == 0 and out["S2AND"]["not_run"] is True
+
+
+def test_float16_auto_follows_the_official_cache(tmp_path, capsys):
+  _probe_data(tmp_path, regression=True)
+  args = ["--embeddings", str(tmp_path / "emb.jsonl"), "--data", str(tmp_path)]
+  code, out = _score(capsys, "--task", "hIndex", *args)
+  assert code == 0 and out["scored_by"]["float16"] is True
+  code, out16 = _score(capsys, "--task", "tweet_mentions", "--float16", "yes", *args)
+  code, out32 = _score(capsys, "--task", "tweet_mentions", *args)
+  assert out16["scored_by"]["float16"] and not out32["scored_by"]["float16"]
+  assert out["Max hIndex"] == out16["Tweet Mentions"] != {}

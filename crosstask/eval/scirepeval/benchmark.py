@@ -34,6 +34,7 @@ class TaskSpec:
   simple_format: bool = False    # proximity task whose meta rows are flat papers
   external: bool = False         # scored outside crosstask (S2AND)
   evaluated: bool = True         # False: training-only (Citation Prediction)
+  cached: bool = False           # officially scored from a reloaded (float16) shared cache
 
   @property
   def format(self) -> str:
@@ -62,10 +63,12 @@ TASKS: tuple[TaskSpec, ...] = (
     _t("DRSM", CLASSIFICATION, ["f1_macro"], "drsm", "drsm", False,
        few_shot=((64, 50), (24, 100))),
     _t("SciDocs MAG", CLASSIFICATION, ["f1_macro"], "scidocs_mag_mesh", "scidocs_mag", False),
-    _t("SciDocs MeSH", CLASSIFICATION, ["f1_macro"], "scidocs_mag_mesh", "scidocs_mesh", False),
+    _t("SciDocs MeSH", CLASSIFICATION, ["f1_macro"], "scidocs_mag_mesh", "scidocs_mesh", False,
+       cached=True),
     _t("Peer Review Score", REGRESSION, ["kendalltau"], "peer_review_score_hIndex",
        "peer_review_score", False),
-    _t("Max hIndex", REGRESSION, ["kendalltau"], "peer_review_score_hIndex", "hIndex", False),
+    _t("Max hIndex", REGRESSION, ["kendalltau"], "peer_review_score_hIndex", "hIndex", False,
+       cached=True),
     _t("Tweet Mentions", REGRESSION, ["kendalltau"], "tweet_mentions", "tweet_mentions", False),
     _t("S2AND", PROXIMITY, ["b3_f1"], "s2and", "s2and", False, external=True),
     _t("Paper-Reviewer Matching", PROXIMITY, ["P_5", "P_10"], "paper_reviewer_matching",
@@ -74,11 +77,11 @@ TASKS: tuple[TaskSpec, ...] = (
     _t("SciDocs Cite", PROXIMITY, ["map", "ndcg"], "scidocs_view_cite_read", "scidocs_cite",
        False, simple_format=True),
     _t("SciDocs CoCite", PROXIMITY, ["map", "ndcg"], "scidocs_view_cite_read",
-       "scidocs_cocite", False, simple_format=True),
+       "scidocs_cocite", False, simple_format=True, cached=True),
     _t("SciDocs CoView", PROXIMITY, ["map", "ndcg"], "scidocs_view_cite_read", "scidocs_view",
-       False, simple_format=True),
+       False, simple_format=True, cached=True),
     _t("SciDocs CoRead", PROXIMITY, ["map", "ndcg"], "scidocs_view_cite_read", "scidocs_read",
-       False, simple_format=True),
+       False, simple_format=True, cached=True),
     _t("NFCorpus", SEARCH, ["ndcg"], "nfcorpus", "nfcorpus", False),
     _t("TREC-CoVID", SEARCH, ["ndcg"], "trec_covid", "trec_covid", False),
 )
