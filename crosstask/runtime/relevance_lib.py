@@ -84,22 +84,30 @@ def rank(*,
   else from the candidates' own `score` (training-format rows).
   """
   from crosstask.eval.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
-  from crosstask.tasks.scirepeval import readers, text  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import inputs, text  # pylint: disable=g-import-not-at-top
   ttask = text.get(task)
   if ttask.kind != 'pair':
     raise ValueError(f'{ttask.name} is not a proximity/search task; rank() scores pairs')
-  rows = readers.read_ir_rows(meta_file, graded=qrels_file is None)
+  if ttask.key == 'paper_reviewer_matching':
+    raise NotImplementedError('Paper-Reviewer Matching ranks reviewers (sets of papers); its '
+                              'text-to-text path is not written yet: score its embeddings '
+                              'with `python -m crosstask.eval.scirepeval score`')
+  qrels_all = data.read_qrels(qrels_file) if qrels_file else None
+  rows = text.judged_rows(inputs.read_meta_any(meta_file), qrels_all)
   if max_queries:
     rows = rows[:max_queries]
-  qrels_all = data.read_qrels(qrels_file) if qrels_file else None
   pairs, qrels = [], {}
-  for n, row in enumerate(rows):
-    qid = row['query'].get('doc_id') or row.get('doc_id') or f'q{n}'
-    row = {**row, 'query': {**row['query'], 'doc_id': qid}}
-    judged = qrels_all.get(qid, {}) if qrels_all is not None else {
-        c['doc_id']: c['score'] for c in row['candidates']}
-    examples = text.pair_examples(ttask, row, judged)
-    pairs.extend(examples)
+  for row in rows:
+    qid = row['query']['doc_id']
+    if qrels_all is not None:
+      judged = qrels_all.get(qid, {})
+    else:
+      ungraded = [c['doc_id'] for c in row['candidates'] if 'score' not in c]
+      if ungraded:
+        raise ValueError(f'{meta_file}: query {qid!r} has candidates without a score '
+                         f'({ungraded[:3]}); pass qrels_file')
+      judged = {c['doc_id']: c['score'] for c in row['candidates']}
+    pairs.extend(text.pair_examples(ttask, row, judged))
     if judged:
       qrels[qid] = dict(judged)
   if not pairs:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from crosstask import paths
-from crosstask.tasks.scirepeval import readers, text
+from crosstask.tasks.scirepeval import inputs, readers, text
 
 SAMPLE_FILES = {"fos": "fos_small.json", "mesh_descriptors": "mesh_small.json",
                 "search": "search_small.jsonl", "same_author": "s2and_small.json",
@@ -39,14 +39,12 @@ def splits(task: text.TextTask) -> tuple[str, ...]:
   return out
 
 
-def _meta(task: text.TextTask) -> dict[str, dict]:
+def _meta_records(task: text.TextTask) -> list[dict]:
   base = root()
   for path in (base / "test" / task.spec.test / "meta.jsonl",
                base / "meta" / f"{task.spec.meta}.jsonl"):
     if path.is_file():
-      if task.kind == "pair":
-        return {"rows": readers.read_ir_rows(path)}
-      return {p["doc_id"]: p for p in readers.read_meta(path)}
+      return inputs.read_meta_any(path)
   raise FileNotFoundError(f"no meta file for {task.name}: looked for "
                           f"{base / 'test' / task.spec.test / 'meta.jsonl'} and "
                           f"{base / 'meta' / (task.spec.meta + '.jsonl')}")
@@ -57,7 +55,7 @@ def _probe_records(task: text.TextTask, split: str) -> Iterator[dict[str, Any]]:
   path = next((directory / f"{split}{s}" for s in (".csv", ".jsonl")
                if (directory / f"{split}{s}").is_file()), directory / f"{split}.csv")
   rows = readers.read_probe_split(readers.require_file(path, f"{task.name} probe split"))
-  meta = _meta(task)
+  meta = {p["doc_id"]: p for p in _meta_records(task)}
   for paper_id, label in rows:
     if paper_id in meta:  # As the official probes: papers without text are skipped.
       yield {**meta[paper_id], "label": label}
@@ -92,10 +90,8 @@ def _pair_test(task: text.TextTask) -> Iterator[dict[str, str]]:
   directory = root() / "test" / task.spec.test
   qrels = readers.read_qrels(readers.require_file(directory / "test_qrel.jsonl",
                                                   f"{task.name} qrels"))
-  for row in _meta(task)["rows"]:
-    qid = row["query"].get("doc_id") or row.get("doc_id", "")
-    yield from text.pair_examples(task, {**row, "query": {**row["query"], "doc_id": qid}},
-                                  qrels.get(qid, {}))
+  for row in text.judged_rows(_meta_records(task), qrels):
+    yield from text.pair_examples(task, row, qrels.get(row["query"]["doc_id"], {}))
 
 
 def examples(task: text.TextTask, split: str) -> list[dict[str, str]]:

@@ -202,3 +202,24 @@ def pair_examples(task: TextTask, row: Mapping[str, Any],
     out.append({"inputs": pair_inputs(task, query, cand), "targets": YES if grade > 0 else NO,
                 "query_id": qid, "cand_id": cand["doc_id"], "grade": str(grade)})
   return out
+
+
+def judged_rows(meta: Sequence[Mapping[str, Any]], qrels: Mapping[str, Mapping[str, int]] | None
+                ) -> list[dict[str, Any]]:
+  """IR rows `{query, candidates}` with the query's doc_id set, from either meta form.
+
+  IR-format meta (rows with candidates) is taken as is; a flat paper list
+  (SciDocs' `simple_format`) is joined with the qrels: each judged query with
+  its judged candidates that have text. Queries without an id get `q<row>`.
+  """
+  if meta and "candidates" in meta[0]:
+    out = []
+    for n, row in enumerate(meta):
+      qid = row["query"].get("doc_id") or row.get("doc_id") or f"q{n}"
+      out.append({**row, "query": {**row["query"], "doc_id": qid}})
+    return out
+  if qrels is None:
+    raise ValueError("a flat meta file (papers, no candidates) needs qrels to form pairs")
+  papers = {p["doc_id"]: p for p in meta}
+  return [{"query": papers[qid], "candidates": [papers[c] for c in judged if c in papers]}
+          for qid, judged in qrels.items() if qid in papers]

@@ -91,3 +91,14 @@ def test_sample_split(official_data):
   assert sum(", " in e["targets"] for e in fos) == 32  # 30 papers with 2 fields, 2 with 3.
   assert len(search) == 1000 and {e["targets"] for e in search} == {"yes", "no"}
   assert len(specter) == 400 and [e["targets"] for e in specter[:2]] == ["yes", "no"]
+
+
+def test_flat_meta_pairs_come_from_qrels():
+  papers = [{"doc_id": d, "title": d.upper(), "abstract": ""} for d in ("a", "b", "c")]
+  rows = text.judged_rows(papers, {"a": {"b": 1, "c": 0, "zz": 1}, "nq": {"a": 1}})
+  assert len(rows) == 1 and rows[0]["query"]["doc_id"] == "a"
+  assert [c["doc_id"] for c in rows[0]["candidates"]] == ["b", "c"]
+  ir = text.judged_rows([{"query": {"query": "x"}, "candidates": []}], None)
+  assert ir[0]["query"] == {"query": "x", "doc_id": "q0"}
+  with pytest.raises(ValueError, match="needs qrels"):
+    text.judged_rows(papers, None)
