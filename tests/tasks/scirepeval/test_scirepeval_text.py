@@ -102,3 +102,20 @@ def test_flat_meta_pairs_come_from_qrels():
   assert ir[0]["query"] == {"query": "x", "doc_id": "q0"}
   with pytest.raises(ValueError, match="needs qrels"):
     text.judged_rows(papers, None)
+
+
+def test_probe_splits_joined_with_meta(tmp_path):
+  d = tmp_path / "scirepeval" / "test" / "biomimicry"
+  d.mkdir(parents=True)
+  (d / "meta.jsonl").write_bytes((FIXTURES / "meta_simple.jsonl").read_bytes())
+  (d / "train.csv").write_text("paper_id,label\n101,1\n102,0\n")
+  (d / "test.csv").write_text("paper_id,label\n103,0\n999,1\n104,1\n")
+  task = text.get("biomimicry")
+  assert records.splits(task) == ("train", "test")
+  with paths.use_data_dir(tmp_path):
+    test = records.examples(task, "test")
+    train = records.examples(task, "train")
+  assert [(e["doc_id"], e["targets"]) for e in test] == [("103", "no"), ("104", "yes")]  # 999: no text
+  assert test[1]["inputs"] == ("Title + Abstract -> Biomimicry Title: Deep nets, a note; "
+                               "Abstract: Layers, and more layers.")
+  assert [e["targets"] for e in train] == ["yes", "no"]
