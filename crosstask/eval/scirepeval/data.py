@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from crosstask.tasks.common.readers import DataError
+
 PathLike = str | os.PathLike
 _FLOAT_INT = re.compile(r"^\d+\.0+$")
 
 
-class ScirepevalDataError(ValueError):
+class ScirepevalDataError(DataError):
   """Malformed SciRepEval data; the message names the file and line (and field)."""
 
 

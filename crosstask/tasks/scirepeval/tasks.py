@@ -39,7 +39,9 @@ def metric_fns(task: text.TextTask) -> list:
 
 def strip_output(output, example=None, is_target=False) -> str:
   del example, is_target
-  return output.decode("utf-8").strip() if isinstance(output, bytes) else str(output).strip()
+  if isinstance(output, bytes):
+    output = output.decode("utf-8", errors="replace")
+  return str(output).strip()
 
 
 def _read_split(split: str, *, key: str) -> list[dict]:

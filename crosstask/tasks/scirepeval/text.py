@@ -1,8 +1,8 @@
 """The 23 text forms of SciRepEval (all tasks but S2AND) as English arrow prompts.
 
 Inputs are `<prompt> <labelled fields>`, e.g.
-`Title + Abstract -> Fields of study Title: …; Abstract: …`; the target is the
-bare value: label name(s), a number as `f"{y:.4g}"`, or `yes`/`no` for a
+`Title + Abstract -> Fields of study Title: …; Abstract: …` laid out by the
+shared `crosstask.tasks.common.layout`; the target is the bare value: label name(s), a number as `f"{y:.4g}"`, or `yes`/`no` for a
 (query, candidate) pair of a proximity or search task. Pairs are ranked by
 log P(yes) − log P(no) (`crosstask.runtime.relevance_lib`) and scored with the
 same trec_eval measures as embeddings. Pure Python.
@@ -125,28 +125,35 @@ def get(key: str) -> TextTask:
   raise KeyError(f"{spec.name} has no text form (S2AND is scored externally)")
 
 
-def _fields(item: Mapping[str, Any], fields: Sequence[str], prefix: str = "") -> list[str]:
-  out = []
-  for f in fields:
-    if item.get(f):
-      label = I.FIELD_LABELS[f]
-      label = f"{prefix} {label.lower()}" if prefix else label
-      out.append(f"{label}: {I.clean(str(item[f]))}")
-  return out
+def _layout(task: TextTask, record: Mapping[str, str]) -> str:
+  from crosstask.tasks.common import layout  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import schema as S  # pylint: disable=g-import-not-at-top
+  return layout.format_inputs(S.SCHEMA, record, S.input_fields(task), (S.output_field(task),),
+                              "en")
+
+
+def _paper_fields(item: Mapping[str, Any], fields: Sequence[str], prefix: str = ""
+                  ) -> dict[str, str]:
+  return {f"{prefix}{f}": str(item.get(f) or "") for f in fields}
 
 
 def pair_inputs(task: TextTask, query: Mapping[str, Any], candidate: Mapping[str, Any]) -> str:
-  """`<prompt> Query: …; Title: …` (search) or `<prompt> Title: …; Candidate title: …`."""
+  """`<prompt> Query: …; Title: …` (search) or `<prompt> Title: …; Candidate title: …`.
+
+  Every input field is labelled, empty or not (the shared layout), so one task
+  has one prompt; values are sanitised so no marker occurs inside them.
+  """
+  fields = task.spec.fields
   if "query" in query:  # A text query (search tasks).
-    parts = [f"Query: {I.clean(query['query'])}"] + _fields(candidate, task.spec.fields)
+    record = {"query": query["query"], **_paper_fields(candidate, fields)}
   else:
-    parts = (_fields(query, task.spec.fields)
-             + _fields(candidate, task.spec.fields, task.candidate))
-  return f"{task.prompt} {'; '.join(parts)}"
+    prefix = task.candidate.lower().replace(" ", "_") + "_"
+    record = {**_paper_fields(query, fields), **_paper_fields(candidate, fields, prefix)}
+  return _layout(task, record)
 
 
 def paper_inputs(task: TextTask, paper: Mapping[str, Any]) -> str:
-  return f"{task.prompt} {'; '.join(_fields(paper, task.spec.fields))}"
+  return _layout(task, _paper_fields(paper, task.spec.fields))
 
 
 def number_text(value: float) -> str:

@@ -30,7 +30,18 @@ def test_23_text_tasks_all_but_s2and():
      "Title + Abstract + Reviewer paper title + Reviewer paper abstract -> Reviewer match"),
 ])
 def test_prompts(key, prompt):
-  assert text.get(key).prompt == prompt
+  from crosstask.tasks.common import layout
+  from crosstask.tasks.scirepeval import schema
+  task = text.get(key)
+  assert task.prompt == prompt == layout.prompt(
+      schema.SCHEMA, schema.input_fields(task), (schema.output_field(task),), "en")
+
+
+def test_values_cannot_fake_a_field_marker():
+  task = text.get("relish")
+  got = text.pair_inputs(task, {"doc_id": "q", "title": "A; Candidate title: B", "abstract": ""},
+                         {"doc_id": "c", "title": "C", "abstract": "D"})
+  assert got.count("; Candidate title: ") == 1
 
 
 def test_classification_and_regression_targets():
@@ -44,8 +55,9 @@ def test_classification_and_regression_targets():
   assert text.label_target(text.get("biomimicry"), 1) == "yes"
   ex = text.paper_example(text.get("cite_count"),
                           {"doc_id": "7", "title": "T", "abstract": "", "label": 2.302585})
-  assert ex == {"inputs": "Title + Abstract -> Citations Title: T", "targets": "2.303",
-                "doc_id": "7"}
+  # Every input field is labelled, even an empty one (the shared layout).
+  assert ex == {"inputs": "Title + Abstract -> Citations Title: T; Abstract: ",
+                "targets": "2.303", "doc_id": "7"}
 
 
 def test_pair_examples_and_training_pairs():
@@ -55,7 +67,8 @@ def test_pair_examples_and_training_pairs():
                         {"doc_id": "b", "title": "B", "abstract": "bb"}]}
   out = text.pair_examples(task, row, {"a": 2, "b": 0, "z": 1})
   assert out[0] == {"inputs": "Title + Abstract + Candidate title + Candidate abstract -> "
-                              "Relevant Title: Q; Abstract: qa; Candidate title: A",
+                              "Relevant Title: Q; Abstract: qa; Candidate title: A; "
+                              "Candidate abstract: ",
                     "targets": "yes", "query_id": "q", "cand_id": "a", "grade": "2"}
   assert out[1]["targets"] == "no" and len(out) == 2  # z: judged but not in the meta row.
   cands = [{"doc_id": str(i), "score": s} for i, s in enumerate([1, 0, 0, 2, 0, 0, 0, 0])]
@@ -116,6 +129,6 @@ def test_probe_splits_joined_with_meta(tmp_path):
     test = records.examples(task, "test")
     train = records.examples(task, "train")
   assert [(e["doc_id"], e["targets"]) for e in test] == [("103", "no"), ("104", "yes")]  # 999: no text
-  assert test[1]["inputs"] == ("Title + Abstract -> Biomimicry Title: Deep nets, a note; "
-                               "Abstract: Layers, and more layers.")
+  assert test[1]["inputs"] == ("Title + Abstract -> Biomimicry Title: Deep nets; a note; "
+                               "Abstract: Layers; and more layers.")
   assert [e["targets"] for e in train] == ["yes", "no"]
