@@ -97,3 +97,18 @@ def test_aggregate_reports_missing_tasks():
 def test_tasks_scored_from_the_official_float16_cache():
   assert {t.name for t in B.TASKS if t.cached} == {
       "Max hIndex", "SciDocs MeSH", "SciDocs CoView", "SciDocs CoCite", "SciDocs CoRead"}
+
+
+def test_task_table_matches_the_official_config(official_data):
+  official = B.read_tasks_config(official_data / "scirepeval" / "scirepeval_tasks.jsonl")
+  assert len(official) == 22
+  ours = {t.name: t for t in B.TASKS if t.evaluated and not t.external}
+  assert set(official) == set(ours)
+  for name, spec in official.items():
+    mine = ours[name]
+    assert (spec.type, spec.metrics, spec.meta, spec.test, spec.few_shot, spec.multi_label,
+            spec.fields, spec.simple_format, spec.cached) == (
+        mine.type, mine.metrics, mine.meta, mine.test, mine.few_shot, mine.multi_label,
+        mine.fields, mine.simple_format, mine.cached), name
+  line = B.tasks_config_json(B.get("fos"))
+  assert '"multi_label": true' in line and '"sample_size": 10' in line

@@ -150,3 +150,33 @@ def test_multi_label_few_shot_score_uses_grid_search():
 def test_unknown_backend_is_refused():
   with pytest.raises(ValueError, match="backend"):
     probes.classifier(backend="torch")
+
+
+def test_lightning_backend_uses_lightnings_estimators(monkeypatch):
+  """sklearn-contrib-lightning is not installed here; a stand-in checks the wiring."""
+  import sys
+  import types
+  made = []
+
+  class FakeSVC(LinearSVC):
+    def __init__(self, **kw):
+      made.append(("svc", kw))
+      super().__init__(**kw)
+
+  class FakeSVR(LinearSVR):
+    def __init__(self, **kw):
+      made.append(("svr", kw))
+      super().__init__(**kw)
+
+  pkg = types.ModuleType("lightning")
+  clf, reg = types.ModuleType("lightning.classification"), types.ModuleType("lightning.regression")
+  clf.LinearSVC, reg.LinearSVR = FakeSVC, FakeSVR
+  monkeypatch.setitem(sys.modules, "lightning", pkg)
+  monkeypatch.setitem(sys.modules, "lightning.classification", clf)
+  monkeypatch.setitem(sys.modules, "lightning.regression", reg)
+  assert isinstance(probes.classifier(backend="lightning").estimator, FakeSVC)
+  assert isinstance(probes.regressor(backend="lightning").estimator, FakeSVR)
+  probes.classifier(multi_label=True, backend="lightning")
+  # Multi-label keeps lightning's own default loss (hinge); sklearn gets it explicitly.
+  assert made == [("svc", {"loss": "squared_hinge", "random_state": 42}),
+                  ("svr", {"random_state": 42}), ("svc", {"max_iter": 10000})]

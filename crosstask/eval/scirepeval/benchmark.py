@@ -117,7 +117,8 @@ def read_tasks_config(path) -> dict[str, TaskSpec]:
                        for r in d.get("few_shot", [])),
         multi_label=bool(d.get("multi_label")),
         fields=tuple(d.get("fields", ("title", "abstract"))),
-        simple_format=bool(cfg.get("simple_format")))
+        simple_format=bool(cfg.get("simple_format")),
+        cached=bool(d.get("embeddings", {}).get("load")))
   return out
 
 
