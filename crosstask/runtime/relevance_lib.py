@@ -66,6 +66,63 @@ def encode(vocabulary, text: str, max_length: int) -> list[int]:
   return list(vocabulary.encode(text))[:max_length - 1] + [eos]
 
 
+def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, max_length):
+  """{'yes': log P(yes), 'no': log P(no)} per input text, and the checkpoint read."""
+  from crosstask.tasks.scirepeval import text  # pylint: disable=g-import-not-at-top
+  partitioner = partitioner or partitioning.Partitioner()
+  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
+  template = trainer_lib.Trainer(model, partitioner, tx, schedule,
+                                 {'encoder_input_tokens': (partitioner.data_size, 8),
+                                  'decoder_input_tokens': (partitioner.data_size, 1)})
+  if restore_checkpoint_cfg.mode == 'all':
+    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
+  (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
+  params = checkpoints.load_params(state_dir, template.abstract_params())
+  scorer = TargetScorer(model, partitioner, template.param_shardings, batch_size)
+  in_vocab, out_vocab = model.input_vocabulary, model.output_vocabulary
+  tokens = [encode(in_vocab, t, max_length) for t in texts]
+  out = {name: scorer.score(params, tokens, encode(out_vocab, target, 64), max_length)
+         for name, target in (('yes', text.YES), ('no', text.NO))}
+  return out, state_dir
+
+
+def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file, qrels_files,
+                    reviewers_file, output_dir, batch_size, max_length) -> dict[str, Any]:
+  """Paper-Reviewer Matching: (query paper, reviewer paper) relevance, top-3 mean per reviewer."""
+  from crosstask.eval.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import readers, text  # pylint: disable=g-import-not-at-top
+  papers = {p['doc_id']: p for p in readers.read_meta(meta_file)}
+  reviewers = data.read_reviewer_metadata(reviewers_file)
+  all_qrels = {path: data.read_qrels(path) for path in qrels_files}
+  needed = sorted({(q, p) for qrels in all_qrels.values() for q, judged in qrels.items()
+                   for r in judged for p in reviewers.get(r, ()) if q in papers and p in papers})
+  if not needed:
+    raise ValueError(f'{meta_file}: no (query paper, reviewer paper) pair has text')
+  texts = [text.pair_inputs(ttask, papers[q], papers[p]) for q, p in needed]
+  relevance, state_dir = _relevance(model, restore_checkpoint_cfg, partitioner, texts,
+                                    batch_size, max_length)
+  paper_scores: dict[str, dict[str, float]] = {}
+  for (q, p), y, n in zip(needed, relevance['yes'], relevance['no']):
+    paper_scores.setdefault(q, {})[p] = float(y - n)
+  metrics = {}
+  for path, qrels in all_qrels.items():
+    name = os.path.basename(path)
+    prefix = 'hard_' if 'hard' in name else 'soft_' if 'soft' in name else ''
+    run = ranking.reviewer_scores_run(paper_scores, qrels, reviewers)
+    metrics.update({prefix + k: v for k, v in
+                    ranking.ir_metrics(qrels, run, ttask.spec.metrics).items()})
+  results = {ttask.spec.name: metrics,
+             'scored_by': {'scorer': 'crosstask.runtime.relevance_lib (text-to-text: '
+                                     'log P(yes) - log P(no), reviewer = top-3 mean)',
+                           'checkpoint': state_dir, 'pairs': len(needed)}}
+  if jax.process_index() == 0:
+    os.makedirs(output_dir, exist_ok=True)
+    with open(os.path.join(output_dir, f'{ttask.name}-results.json'), 'w') as f:
+      json.dump(results, f, indent=4)
+  print(json.dumps(results), flush=True)
+  return results
+
+
 @gin.configurable(module='relevance_script')
 def rank(*,
          model: Any = gin.REQUIRED,
@@ -73,7 +130,8 @@ def rank(*,
          meta_file: str = gin.REQUIRED,
          output_dir: str = gin.REQUIRED,
          task: str = gin.REQUIRED,
-         qrels_file: str | None = None,
+         qrels_file: str | Sequence[str] | None = None,
+         reviewers_file: str | None = None,
          partitioner: partitioning.Partitioner | None = None,
          batch_size: int = 32,
          max_length: int = 512,
@@ -88,11 +146,17 @@ def rank(*,
   ttask = text.get(task)
   if ttask.kind != 'pair':
     raise ValueError(f'{ttask.name} is not a proximity/search task; rank() scores pairs')
-  if ttask.key == 'paper_reviewer_matching':
-    raise NotImplementedError('Paper-Reviewer Matching ranks reviewers (sets of papers); its '
-                              'text-to-text path is not written yet: score its embeddings '
-                              'with `python -m crosstask.eval.scirepeval score`')
-  qrels_all = data.read_qrels(qrels_file) if qrels_file else None
+  reviewing = ttask.key == 'paper_reviewer_matching'
+  qrels_files = [qrels_file] if isinstance(qrels_file, str) else list(qrels_file or [])
+  if reviewing:
+    if not reviewers_file or not qrels_files:
+      raise ValueError('Paper-Reviewer Matching needs reviewers_file (reviewer_metadata.jsonl) '
+                       'and qrels_file (e.g. [test_hard_qrel.jsonl, test_soft_qrel.jsonl])')
+    return _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file,
+                           qrels_files, reviewers_file, output_dir, batch_size, max_length)
+  if len(qrels_files) > 1:
+    raise ValueError(f'{ttask.name}: one qrels_file, got {qrels_files}')
+  qrels_all = data.read_qrels(qrels_files[0]) if qrels_files else None
   rows = text.judged_rows(inputs.read_meta_any(meta_file), qrels_all)
   if max_queries:
     rows = rows[:max_queries]
@@ -113,20 +177,9 @@ def rank(*,
   if not pairs:
     raise ValueError(f'{meta_file}: no judged (query, candidate) pairs to score')
 
-  partitioner = partitioner or partitioning.Partitioner()
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
-  template = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                 {'encoder_input_tokens': (partitioner.data_size, 8),
-                                  'decoder_input_tokens': (partitioner.data_size, 1)})
-  if restore_checkpoint_cfg.mode == 'all':
-    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
-  params = checkpoints.load_params(state_dir, template.abstract_params())
-  scorer = TargetScorer(model, partitioner, template.param_shardings, batch_size)
-  in_vocab, out_vocab = model.input_vocabulary, model.output_vocabulary
-  tokens = [encode(in_vocab, p['inputs'], max_length) for p in pairs]
-  yes = scorer.score(params, tokens, encode(out_vocab, text.YES, 64), max_length)
-  no = scorer.score(params, tokens, encode(out_vocab, text.NO, 64), max_length)
+  relevance, state_dir = _relevance(model, restore_checkpoint_cfg, partitioner,
+                                    [p['inputs'] for p in pairs], batch_size, max_length)
+  yes, no = relevance['yes'], relevance['no']
   relevance = yes - no
   run = ranking.scores_run([(p['query_id'], p['cand_id'], s) for p, s in zip(pairs, relevance)])
   metrics = ranking.ir_metrics(qrels, run, ttask.spec.metrics or ('map', 'ndcg'))

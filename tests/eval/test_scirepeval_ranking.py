@@ -83,3 +83,10 @@ def test_query_whose_candidates_lack_embeddings_counts_zero_but_missing_query_dr
   got = ranking.ir_metrics(qrels, run, ["map"])
   perfect = ranking.ir_metrics({"q1": qrels["q1"]}, {"q1": run["q1"]}, ["map"])["map"]
   assert got["map"] == round(perfect / 2, 2)
+
+
+def test_reviewer_scores_run_is_top3_mean_of_paper_scores():
+  scores = {"p": {"a1": 3.0, "a2": -1.0, "a3": 2.0, "a4": 1.0, "b1": 0.5}}
+  run = ranking.reviewer_scores_run(scores, {"p": {"ra": 1, "rb": 0, "rc": 1}, "x": {"ra": 1}},
+                                    {"ra": ["a1", "a2", "a3", "a4"], "rb": ["b1", "b9"]})
+  assert run == {"p": {"ra": 2.0, "rb": 0.5}, "x": {}}  # rc: no metadata; x: no scores.

@@ -95,3 +95,22 @@ def scores_run(scored_pairs: Sequence[tuple[str, str, float]]) -> Run:
   for qid, cid, score in scored_pairs:
     run.setdefault(str(qid), {})[str(cid)] = float(score)
   return run
+
+
+def reviewer_scores_run(paper_scores: Mapping[str, Mapping[str, float]], qrels: Qrels,
+                        reviewer_papers: Mapping[str, Sequence[str]]) -> Run:
+  """Reviewer Matching from per-paper scores: a reviewer gets the mean of its top 3.
+
+  `paper_scores[query][paper]` scores a reviewer's paper against the query
+  paper (e.g. text-to-text relevance); the aggregation is the official one
+  (top-3 mean), with any score in place of the cosine.
+  """
+  run: Run = {}
+  for qid, judged in qrels.items():
+    scores = paper_scores.get(qid, {})
+    run[qid] = {}
+    for rid in judged:
+      papers = [p for p in reviewer_papers.get(rid, ()) if p in scores]
+      if papers:
+        run[qid][rid] = float(np.mean(sorted((scores[p] for p in papers), reverse=True)[:3]))
+  return run

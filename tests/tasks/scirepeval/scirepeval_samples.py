@@ -51,7 +51,7 @@ def write_search(root: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
   return d
 
 
-def write_init_checkpoint(model_gin: str, directory: pathlib.Path) -> pathlib.Path:
+def write_init_checkpoint(model_gin: str, directory: pathlib.Path, return_model: bool = False):
   """A step-0 checkpoint of the gin model's random initialisation (no training needed)."""
   import gin  # pylint: disable=g-import-not-at-top
   from crosstask.runtime import checkpoints, gin_utils, optimizers, partitioning
@@ -68,4 +68,4 @@ def write_init_checkpoint(model_gin: str, directory: pathlib.Path) -> pathlib.Pa
     manager.wait_until_finished()
   finally:
     gin.clear_config()
-  return directory
+  return (directory, model) if return_model else directory
