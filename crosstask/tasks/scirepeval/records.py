@@ -31,7 +31,12 @@ def root() -> pathlib.Path:
 
 
 def splits(task: text.TextTask) -> tuple[str, ...]:
-  out = ("train", "validation") if task.spec.in_train else ("train",)
+  """In-train tasks: train/validation; out-of-train CLF/RGN: their probe `train` split;
+  out-of-train pair tasks have no training data (qrels are test only)."""
+  if task.spec.in_train:
+    out = ("train", "validation")
+  else:
+    out = () if task.kind == "pair" else ("train",)
   if task.spec.evaluated:
     out += ("test",)
   if task.key in SAMPLE_FILES:
@@ -86,7 +91,27 @@ def _pair_training(task: text.TextTask, path: pathlib.Path) -> Iterator[dict[str
       yield from text.pair_examples(task, {"query": query, "candidates": cands})
 
 
+def _reviewer_test(task: text.TextTask) -> Iterator[dict[str, str]]:
+  """Paper-Reviewer Matching: one pair per (query paper, reviewer paper), graded by reviewer."""
+  directory = root() / "test" / task.spec.test
+  qrels = readers.read_qrels(readers.require_file(directory / "test_hard_qrel.jsonl",
+                                                  f"{task.name} qrels"))
+  reviewers = readers.read_reviewer_metadata(readers.require_file(
+      directory / "reviewer_metadata.jsonl", f"{task.name} reviewer metadata"))
+  papers = {p["doc_id"]: p for p in _meta_records(task)}
+  for qid, judged in qrels.items():
+    for rid, grade in judged.items():
+      for pid in reviewers.get(rid, ()):
+        if qid in papers and pid in papers:
+          yield {"inputs": text.pair_inputs(task, papers[qid], papers[pid]),
+                 "targets": text.YES if grade > 0 else text.NO, "query_id": qid,
+                 "cand_id": rid, "grade": str(grade)}
+
+
 def _pair_test(task: text.TextTask) -> Iterator[dict[str, str]]:
+  if task.key == "paper_reviewer_matching":
+    yield from _reviewer_test(task)
+    return
   directory = root() / "test" / task.spec.test
   qrels = readers.read_qrels(readers.require_file(directory / "test_qrel.jsonl",
                                                   f"{task.name} qrels"))

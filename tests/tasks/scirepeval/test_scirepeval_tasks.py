@@ -1,5 +1,6 @@
 """SciRepEval SeqIO tasks: registration, prompts, metrics on real and fixture datasets."""
 
+import json
 import pathlib
 
 import pytest
@@ -18,7 +19,9 @@ def test_registration():
   mix = seqio.get_mixture_or_task("scirepeval_in_train")
   assert sorted(t.name for t in mix.tasks) == sorted(f"scirepeval_{k}" for k in text.IN_TRAIN)
   assert len(seqio.get_mixture_or_task("scirepeval_sample").tasks) == 5
-  assert seqio.get_mixture_or_task("scirepeval_trec_covid").splits == ("train", "test")
+  # Out-of-train pair tasks have no training data: their qrels are test only.
+  assert seqio.get_mixture_or_task("scirepeval_trec_covid").splits == ("test",)
+  assert seqio.get_mixture_or_task("scirepeval_biomimicry").splits == ("train", "test")
 
 
 @pytest.mark.parametrize("key,keys", [
@@ -61,12 +64,19 @@ def fixture_root(tmp_path):
   (root / "relish").mkdir()
   for f in ("meta.jsonl", "test_qrel.jsonl"):
     (root / "relish" / f).write_bytes((FIXTURES / "relish" / f).read_bytes())
+  prm = root / "paper_reviewer_matching"
+  prm.mkdir()
+  for f in ("test_hard_qrel.jsonl", "reviewer_metadata.jsonl"):
+    (prm / f).write_bytes((FIXTURES / "paper_reviewer_matching" / f).read_bytes())
+  with open(prm / "meta.jsonl", "w") as f:
+    for pid in ("p0", "ra0", "ra1", "ra2", "rc0"):
+      f.write(json.dumps({"doc_id": pid, "title": f"Paper {pid}", "abstract": ""}) + "\n")
   return tmp_path
 
 
 @pytest.mark.parametrize("key,keys", [
     ("biomimicry", {"f1", "invalid"}), ("tweet_mentions", {"kendalltau", "parse_failures"}),
-    ("relish", {"accuracy"}),
+    ("relish", {"accuracy"}), ("paper_reviewer_matching", {"accuracy"}),
 ])
 def test_out_of_train_test_splits(fixture_root, key, keys):
   task = seqio.get_mixture_or_task(f"scirepeval_{key}")
@@ -83,3 +93,14 @@ def test_missing_split_file_is_named(tmp_path):
   with paths.use_data_dir(tmp_path):
     with pytest.raises(FileNotFoundError, match="train/fos/train.jsonl"):
       task.get_dataset(None, split="train", shuffle=False)
+
+
+def test_reviewer_pairs_are_graded_by_reviewer(fixture_root):
+  from crosstask.tasks.scirepeval import records
+  with paths.use_data_dir(fixture_root):
+    got = records.examples(text.get("paper_reviewer_matching"), "test")
+  # p0's judged reviewers with text: ra (3 papers, relevant) and rc (1 paper, relevant).
+  assert [(e["cand_id"], e["targets"]) for e in got] == [("ra", "yes")] * 3 + [("rc", "yes")]
+  assert got[0]["inputs"].startswith(
+      "Title + Abstract + Reviewer paper title + Reviewer paper abstract -> Reviewer match "
+      "Title: Paper p0; Abstract: ; Reviewer paper title: Paper ra0")
