@@ -7,7 +7,8 @@ Layout under `$CROSSTASK_DATA_DIR/scirepeval/` (the S3 layout plus meta exports)
   sample_data/                        the official training samples -> split `sample`
 Out-of-train classification/regression tasks fine-tune on their probe `train`
 split (not comparable to the paper); probe `test` splits and qrels are never
-training data. Pairs for training: up to 5 (positive, negative) candidate pairs
+training data, and training examples naming an evaluated paper or query are
+left out (`held_out_ids`). Pairs for training: up to 5 (positive, negative) candidate pairs
 per query (positives cycled), as the official IR training dataset.
 """
 
@@ -119,8 +120,29 @@ def _pair_test(task: text.TextTask) -> Iterator[dict[str, str]]:
     yield from text.pair_examples(task, row, qrels.get(row["query"]["doc_id"], {}))
 
 
+def held_out_ids(task: text.TextTask) -> set[str]:
+  """Ids the task is evaluated on (probe `test` papers, qrels queries), when present.
+
+  Training examples mentioning them are dropped (why: the text-to-text model must
+  not see a paper or query it is later scored on; official splits are disjoint,
+  a user's re-split may not be).
+  """
+  directory = root() / "test" / task.spec.test
+  ids: set[str] = set()
+  for name in ("test.csv", "test.jsonl"):
+    if (directory / name).is_file():
+      ids |= {pid for pid, _ in readers.read_probe_split(directory / name)}
+  for name in ("test_qrel.jsonl", "test_hard_qrel.jsonl", "test_soft_qrel.jsonl"):
+    if (directory / name).is_file():
+      ids |= set(readers.read_qrels(directory / name))
+  return ids
+
+
 def examples(task: text.TextTask, split: str) -> list[dict[str, str]]:
-  """The split's {"inputs", "targets", ...} examples (strings), in file order."""
+  """The split's {"inputs", "targets", ...} examples (strings), in file order.
+
+  Training splits (`train`, `validation`, `sample`) leave out `held_out_ids`.
+  """
   if split not in splits(task):
     raise ValueError(f"{task.name} has no split {split!r}; it has {splits(task)}")
   if split == "sample":
@@ -129,18 +151,18 @@ def examples(task: text.TextTask, split: str) -> list[dict[str, str]]:
     path = root() / "train" / task.spec.meta / ("train.jsonl" if split == "train" else "val.jsonl")
   else:
     path = None
-  if task.kind == "pair":
-    rows = _pair_test(task) if path is None else _pair_training(
-        task, readers.require_file(path, f"{task.name} {split} file"))
-    return [dict(r) for r in rows]
   if path is None:
-    records: Any = _probe_records(task, split)
+    out = list(_pair_test(task)) if task.kind == "pair" else [
+        text.paper_example(task, r) for r in _probe_records(task, split)]
+    return [dict(r) for r in out]
+  path = readers.require_file(path, f"{task.name} {split} file")
+  if task.kind == "pair":
+    out = [dict(r) for r in _pair_training(task, path)]
   else:
-    records = readers.read_training(
-        readers.require_file(path, f"{task.name} {split} file"), task.label_field,
-        label_set=task.label_names or None)
-  out = []
-  for r in records:
-    ex = text.paper_example(task, r)
-    out.append(ex)
+    out = [text.paper_example(task, r) for r in readers.read_training(
+        path, task.label_field, label_set=task.label_names or None)]
+  held_out = held_out_ids(task)
+  if held_out:
+    out = [e for e in out if e.get("doc_id", e.get("query_id")) not in held_out
+           and e.get("cand_id") not in held_out]
   return out

@@ -132,3 +132,18 @@ def test_probe_splits_joined_with_meta(tmp_path):
   assert test[1]["inputs"] == ("Title + Abstract -> Biomimicry Title: Deep nets; a note; "
                                "Abstract: Layers; and more layers.")
   assert [e["targets"] for e in train] == ["yes", "no"]
+
+
+def test_training_examples_leave_out_evaluation_ids(official_data, tmp_path):
+  d = official_data / "scirepeval" / "sample_data"
+  (tmp_path / "scirepeval" / "sample_data").mkdir(parents=True)
+  for name in ("fos_small.json", "search_small.jsonl"):
+    (tmp_path / "scirepeval" / "sample_data" / name).write_bytes((d / name).read_bytes())
+  test_dir = tmp_path / "scirepeval" / "test" / "fos"
+  test_dir.mkdir(parents=True)
+  (test_dir / "test.csv").write_text("paper_id,label\n121676082,\"[0]\"\n")
+  with paths.use_data_dir(tmp_path):
+    fos = records.examples(text.get("fos"), "sample")
+    search = records.examples(text.get("search"), "sample")
+  assert len(fos) == 204 and "121676082" not in {e["doc_id"] for e in fos}
+  assert len(search) == 1000  # No search test data: nothing to leave out.
