@@ -47,7 +47,7 @@ def tokenize(items, vocabulary, *, max_length: int, sentinel_codes: bool, poolin
     else:
       tokens = list(vocabulary.encode(text))
     if pooling == 'first':
-      n_code = 1 if sentinel_codes else len(vocabulary.encode(code)) if code else 0
+      n_code = (1 if sentinel_codes else len(vocabulary.encode(code))) if code else 0
       if n_code != 1:
         raise ValueError(f"pooling='first' takes the control code's state, so the code must be "
                          f"one token; {code or 'no code'!r} is {n_code} tokens here (doc "

@@ -45,6 +45,9 @@ def test_first_pooling_needs_a_one_token_code():
                                             pooling="first")
   assert tokens[0] == vocab.vocab_size - 1  # [CLF] = <extra_id_0>, [PRX] = <extra_id_1>, ...
   assert vocab.decode(tokens[1:-1]) == "Title: x" and tokens[-1] == 1 and truncated == 0
+  with pytest.raises(ValueError, match="'no code' is 0 tokens"):  # CTRL_CODES=False
+    embed_lib.tokenize([("1", "", "Title: x")], vocab, max_length=32, sentinel_codes=True,
+                       pooling="first")
   with pytest.raises(ValueError, match="extra_ids"):
     embed_lib.tokenize(items, seqio.ByteVocabulary(), max_length=32, sentinel_codes=True,
                        pooling="first")
