@@ -9,7 +9,6 @@ ONE token: with `sentinel_codes=True` the four codes take the vocabulary's last
 four extra-id sentinels (extra_ids >= 4), the MTL CTRL recipe.
 """
 
-import dataclasses
 import json
 import os
 from typing import Any, Sequence
@@ -18,9 +17,7 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import checkpoints, embedding, eval_lib, gin_utils, optimizers
-from crosstask.runtime import partitioning
-from crosstask.runtime import trainer as trainer_lib
+from crosstask.runtime import checkpoints, embedding, partitioning
 
 
 def code_token_ids(vocabulary, codes) -> dict[str, int]:
@@ -120,15 +117,9 @@ def embed(*,
     jobs.append((meta, out, task_type, items, token_lists, truncated))
 
   partitioner = partitioner or partitioning.Partitioner()
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
-  template = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                 {'encoder_input_tokens': (partitioner.data_size, 8),
-                                  'decoder_input_tokens': (partitioner.data_size, 1)})
-  if restore_checkpoint_cfg.mode == 'all':
-    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
-  params = checkpoints.load_params(state_dir, template.abstract_params())
-  embedder = embedding.Embedder(model, partitioner, template.param_shardings, batch_size,
+  params, param_shardings, state_dir = embedding.restore_params(model, partitioner,
+                                                                restore_checkpoint_cfg)
+  embedder = embedding.Embedder(model, partitioner, param_shardings, batch_size,
                                 pooling)
   summaries = []
   for meta, out, task_type, items, token_lists, truncated in jobs:

@@ -6,14 +6,33 @@ Texts are sorted by length and padded to a power-of-two bucket, so a long
 abstract does not pad a whole batch of titles and few shapes get compiled.
 """
 
+import dataclasses
 from typing import Any, Sequence
 
 import jax
 import numpy as np
 
-from crosstask.runtime import inference, partitioning
+from crosstask.runtime import checkpoints, inference, optimizers, partitioning, restoring
+from crosstask.runtime import trainer as trainer_lib
 
 POOLINGS = ('mean', 'first')
+
+
+def restore_params(model: Any, partitioner: partitioning.Partitioner,
+                   cfg: checkpoints.RestoreCheckpointConfig) -> tuple[Any, Any, str]:
+  """(params, their shardings, state dir) of the newest checkpoint `cfg` selects.
+
+  No dataset is involved, so the template is built from a tiny dummy batch.
+  """
+  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
+  template = trainer_lib.Trainer(model, partitioner, tx, schedule,
+                                 {'encoder_input_tokens': (partitioner.data_size, 8),
+                                  'decoder_input_tokens': (partitioner.data_size, 1)})
+  if cfg.mode == 'all':  # One checkpoint is used: the newest.
+    cfg = dataclasses.replace(cfg, mode='latest')
+  (_, state_dir), = restoring.checkpoint_dirs(cfg)
+  params = checkpoints.load_params(state_dir, template.abstract_params())
+  return params, template.param_shardings, state_dir
 
 
 def bucket_length(n: int, max_length: int, minimum: int = 16) -> int:

@@ -7,7 +7,6 @@ same trec_eval measures (`crosstask.eval.scirepeval.ranking`) and the original
 graded judgements as the embedding path. Batched and sharded like inference.
 """
 
-import dataclasses
 import json
 import os
 from typing import Any, Sequence
@@ -16,9 +15,7 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import checkpoints, embedding, eval_lib, inference, optimizers
-from crosstask.runtime import partitioning
-from crosstask.runtime import trainer as trainer_lib
+from crosstask.runtime import checkpoints, embedding, inference, partitioning
 
 
 class TargetScorer:
@@ -70,15 +67,9 @@ def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, ma
   """{'yes': log P(yes), 'no': log P(no)} per input text, and the checkpoint read."""
   from crosstask.tasks.scirepeval import text  # pylint: disable=g-import-not-at-top
   partitioner = partitioner or partitioning.Partitioner()
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
-  template = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                 {'encoder_input_tokens': (partitioner.data_size, 8),
-                                  'decoder_input_tokens': (partitioner.data_size, 1)})
-  if restore_checkpoint_cfg.mode == 'all':
-    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
-  params = checkpoints.load_params(state_dir, template.abstract_params())
-  scorer = TargetScorer(model, partitioner, template.param_shardings, batch_size)
+  params, param_shardings, state_dir = embedding.restore_params(model, partitioner,
+                                                                restore_checkpoint_cfg)
+  scorer = TargetScorer(model, partitioner, param_shardings, batch_size)
   in_vocab, out_vocab = model.input_vocabulary, model.output_vocabulary
   tokens = [encode(in_vocab, t, max_length) for t in texts]
   out = {name: scorer.score(params, tokens, encode(out_vocab, target, 64), max_length)

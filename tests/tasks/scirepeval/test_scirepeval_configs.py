@@ -4,7 +4,7 @@ import gin
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.runtime import gin_utils
+from crosstask.runtime import embed_lib, gin_utils, relevance_lib  # noqa: F401  configurables
 
 
 @pytest.fixture
