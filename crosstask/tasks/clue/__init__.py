@@ -1,0 +1,1 @@
+"""CLUE and FewCLUE as crosstask text-to-text tasks."""
