@@ -10,6 +10,7 @@ from crosstask.eval.classification import macro_f1
 from crosstask.eval.cmrc import cmrc2018
 from crosstask.eval.keywords import bpref
 from crosstask.eval.keywords import keyword_f1
+from crosstask.eval.rank_classification import rank_accuracy
 from crosstask.eval.rouge import rouge
 from crosstask.eval.tokenizers import tokenize
 
