@@ -8,8 +8,6 @@ All words survive a round trip through the Chinese SentencePiece vocabulary.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 SIMILARITY = {"0": "不同", "1": "相同"}
 NLI = {"entailment": "蕴含", "neutral": "中立", "contradiction": "矛盾"}
 COREFERENCE = {"true": "是", "false": "否"}
@@ -66,18 +64,15 @@ LABELS: dict[str, dict[str, str]] = {
 }
 
 
+LABELS_INVERSE = {kind: {word: key for key, word in labels.items()}
+                  for kind, labels in LABELS.items()}
+
+
 def words(kind: str) -> tuple[str, ...]:
   """The target words of a label kind, in id order."""
   return tuple(LABELS[kind].values())
 
 
-def inverse(labels: Mapping[str, str]) -> dict[str, str]:
-  """word -> id; the words of a label map are distinct."""
-  out = {word: key for key, word in labels.items()}
-  assert len(out) == len(labels), "label words must be distinct"
-  return out
-
-
 def label_id(kind: str, word: str) -> str | None:
   """The file's label id for a generated word (stripped), None when it is no label."""
-  return inverse(LABELS[kind]).get(word.strip())
+  return LABELS_INVERSE[kind].get(word.strip())

@@ -80,7 +80,7 @@ def check_run(train: str | Sequence[str], report: str | Sequence[str],
   if found:
     pairs = ", ".join(f"{a} -> {b}" for a, b in found[:5])
     raise LeakageError(f"refusing to report {report_split} after training on the data it was "
-                       f"carved from: {pairs}. Train on the FewCLUE splits only (FewCLUE "
+                       f"carved from ({len(found)} pairs): {pairs}. Train on the FewCLUE splits only (FewCLUE "
                        "protocol), or drop shared texts with leakage.exclude_shared.")
 
 

@@ -87,7 +87,7 @@ def choose(kind: str, records: Sequence[dict], rows: Sequence[dict], rank: bool,
                        f"{len(records)} records has {len(expanded)} (record, option) pairs")
     best: dict[int, tuple[float, int]] = {}
     for row, ex in zip(rows, expanded):
-      if row["targets"].strip() != ex["_text"].strip():
+      if " ".join(row["targets"].split()) != " ".join(ex["_text"].split()):
         raise ValueError(f"{source}: row {row.get('index')} scores {row['targets']!r}, but "
                          f"record {ex['_example']} option {ex['_option']} is {ex['_text']!r}; "
                          "were the predictions made on this split?")
