@@ -144,7 +144,7 @@ def to_rank_example(record: dict, *, kind: str) -> dict[str, str]:
 
 def _text(value) -> str:
   if isinstance(value, (bytes, np.bytes_)):
-    return bytes(value).decode("utf-8")
+    return bytes(value).decode("utf-8", "replace")
   if isinstance(value, np.ndarray):
     return _text(value.item())
   return str(value)
@@ -158,14 +158,15 @@ def postprocess(output, example=None, is_target=False, *, kind: str):
   the passage; the target becomes the list of every reference.
   """
   text = _text(output)
+  example = example or {}
   if kind == "cmrc":
     if is_target:
       return json.loads(_text(example["references"]))
-    return cmrc.span_in_context(text, _text(example["context"])) if example else text.strip()
+    return cmrc.span_in_context(text, _text(example.get("context", "")))
   if kind in E.CHOICE_KINDS:
     if is_target:
       return int(_text(example["answer_index"]))
-    return E.option_index(text, json.loads(_text(example["options"])))
+    return E.option_index(text, json.loads(_text(example.get("options", "[]"))))
   words = L.words(kind)
   index = E.option_index(text, words)
   return words[index] if index >= 0 else ""

@@ -13,6 +13,7 @@ from crosstask.tasks.clue import examples as E
 from crosstask.tasks.clue import leakage
 from crosstask.tasks.clue import readers as RD
 from crosstask.tasks.clue import tasks as T
+from crosstask.tasks.common import testing
 
 LENGTHS = {"inputs": 2048, "targets": 128}
 
@@ -152,3 +153,18 @@ def test_cmrc_sentencepiece_round_trip_through_the_task(official_data):
   print(f"CMRC dev, SentencePiece round trip of the training targets: raw EM "
         f"{cmrc.cmrc2018(targets, raw)['em']:.2f}, mapped back EM {scores['em']:.2f} "
         f"F1 {scores['f1']:.2f}")
+
+
+@pytest.mark.parametrize("name", ["clue_afqmc", "clue_cmrc2018", "clue_chid", "clue_c3",
+                                  "fewclue_iflytek_k0", "fewclue_chid_rank"])
+def test_shared_layer_contract(sample_root, name):
+  task = seqio.get_mixture_or_task(name)
+  testing.assert_postprocess_total(task)
+  split = "validation" if name.startswith("clue") or "_k" in name else "dev_0"
+  prompt = {"clue_afqmc": "句子1+句子2->关系", "clue_cmrc2018": "问题+文章->答案",
+            "clue_chid": "候选+文段->成语", "clue_c3": None, "fewclue_iflytek_k0": "应用描述->类别",
+            "fewclue_chid_rank": "候选+文段->成语"}[name]
+  if prompt:
+    testing.assert_prompt_format(task, prompt, split=split)
+  if not name.endswith("_rank") and name != "clue_cmrc2018":  # CMRC targets are reference lists
+    testing.assert_perfect_predictions_score_max(task, split, keys=["accuracy"])
