@@ -40,3 +40,14 @@ def test_fewclue_score_averages_the_five_splits_first():
   assert clue_scores.fewclue_score(per_k) == pytest.approx((30.0 * 8 + 75.0) / 9)
   with pytest.raises(ValueError, match="eprstmt has 6 split scores"):
     clue_scores.fewclue_score({**per_k, "eprstmt": [1.0] * 6})
+
+
+def test_clue_metrics_import_without_tensorflow_seqio_or_jax():
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  code = ("import sys\n"
+          "for m in ('tensorflow', 'seqio', 'jax'): sys.modules[m] = None\n"
+          "from crosstask.eval import cmrc, clue_scores, rank_classification\n"
+          "assert cmrc.cmrc2018([['北京']], ['北京'])['em'] == 100.0\n")
+  res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+  assert res.returncode == 0, res.stderr[-2000:]
