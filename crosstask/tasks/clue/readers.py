@@ -150,9 +150,10 @@ def _text(record: Mapping, field: str, where: str, *, allow_empty: bool = False)
 def _label(record: Mapping, field: str, where: str, allowed: Mapping[str, str],
            labelled: bool) -> str | None:
   """The label id as a string, checked against `allowed`; None in unlabelled splits."""
-  if not labelled:
+  if not labelled:  # a test file's placeholder ('', -1, '-') is no label
     value = record.get(field)
-    return None if value in (None, "", -1) else _label(record, field, where, allowed, True)
+    key = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    return key if key in allowed else None
   R.require(record, (field,), where)
   value = record[field]
   key = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None

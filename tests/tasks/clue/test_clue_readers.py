@@ -214,3 +214,14 @@ def test_cmrc_question_without_reference(tmp_path):
   with pytest.raises(RD.R.DataError, match=rf"{path}\[data 0/paragraph 0/qa 0 id=Q1\]: "
                      "field 'answers'"):
     RD.read_all("clue", "cmrc2018", "validation", root=tmp_path)
+
+
+def test_unlabelled_files_tolerate_placeholder_labels(tmp_path):
+  _write(tmp_path, "fewclue/ocnli/test.json",
+         '{"sentence1": "a", "sentence2": "b", "label": "-", "id": 0}\n'
+         '{"sentence1": "a", "sentence2": "b", "label": "", "id": 1}\n'
+         '{"sentence1": "a", "sentence2": "b", "id": 2}\n')
+  assert [r["label"] for r in RD.read_all("fewclue", "ocnli", "test", root=tmp_path)] == [None] * 3
+  _write(tmp_path, "fewclue/chid/unlabeled.json",
+         '{"id": 5, "candidates": ["甲", "乙"], "content": "一#idiom#二", "answer": -1}\n')
+  assert RD.read_all("fewclue", "chid", "unlabeled", root=tmp_path)[0]["answer"] is None
