@@ -114,3 +114,18 @@ def expand_options(kind: str, records: Iterable[dict], train: bool) -> list[dict
       out.append({**record, "_example": position, "_option": i, "_text": option,
                   "_correct": gold == i})
   return out
+
+
+def joint_assignment(scores: Sequence[Sequence[float]]) -> list[int]:
+  """ChID's joint decoding of one line: blanks of a line have distinct answers, so the
+  globally best (blank, candidate) pair is fixed first, then the best among the rest
+  (greedy, as the official CHID_preprocess.logits_matrix_to_array)."""
+  n_blanks = len(scores)
+  pairs = sorted(((-s, b, c) for b, row in enumerate(scores) for c, s in enumerate(row)))
+  answer: list[int] = [-1] * n_blanks
+  used: set[int] = set()
+  for _, blank, candidate in pairs:
+    if answer[blank] < 0 and candidate not in used:
+      answer[blank] = candidate
+      used.add(candidate)
+  return answer

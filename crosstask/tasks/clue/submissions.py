@@ -78,8 +78,12 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
 
 
 def choose(kind: str, records: Sequence[dict], rows: Sequence[dict], rank: bool,
-           source: str = "predictions") -> list:
-  """Per record: the chosen option index (−1: none matched), or the CMRC answer text."""
+           source: str = "predictions", joint: bool = False) -> list:
+  """Per record: the chosen option index (−1: none matched), or the CMRC answer text.
+
+  `joint` (CLUE ChID, rank classification only): the blanks of a line get distinct
+  candidates by `examples.joint_assignment` over their scores.
+  """
   if rank:
     expanded = E.expand_options(kind, records, train=False)
     if len(rows) != len(expanded):
@@ -94,12 +98,28 @@ def choose(kind: str, records: Sequence[dict], rows: Sequence[dict], rank: bool,
       score = float(row["target_score"])
       if ex["_example"] not in best or score > best[ex["_example"]][0]:
         best[ex["_example"]] = (score, ex["_option"])
+    if kind == "chid" and joint:
+      return _joint_chid(records, expanded, rows)
     return [best[i][1] for i in range(len(records))]
   if len(rows) != len(records):
     raise ValueError(f"{source}: {len(rows)} rows for {len(records)} records")
   if kind == "cmrc":
     return [cmrc.span_in_context(r["prediction"], rec["context"]) for r, rec in zip(rows, records)]
   return [E.option_index(r["prediction"], E.options(kind, rec)) for r, rec in zip(rows, records)]
+
+
+def _joint_chid(records, expanded, rows) -> list[int]:
+  scores: dict[int, list[float]] = {}
+  for row, ex in zip(rows, expanded):
+    scores.setdefault(ex["_example"], []).append(float(row["target_score"]))
+  lines: dict = {}
+  for i, record in enumerate(records):
+    lines.setdefault(record["line_id"], []).append(i)
+  answers = [-1] * len(records)
+  for blanks in lines.values():
+    for i, choice in zip(blanks, E.joint_assignment([scores[i] for i in blanks])):
+      answers[i] = choice
+  return answers
 
 
 def _label_value(kind: str, index: int) -> str:
@@ -129,8 +149,11 @@ def submission(benchmark: str, task: str, records: Sequence[dict], answers: Sequ
 
 def write_submission(task_name: str, split: str, predictions: str | os.PathLike,
                      output_dir: str | os.PathLike, *, root: str | os.PathLike | None = None,
-                     folder: str | os.PathLike | None = None) -> pathlib.Path:
+                     folder: str | os.PathLike | None = None,
+                     joint: bool = True) -> pathlib.Path:
   """Writes the leaderboard file for `crosstask.infer` output of `task_name` on `split`.
+
+  `joint`: CLUE ChID rank predictions are decoded jointly per line (distinct answers).
 
   Returns the file written (under `output_dir`, with its official name).
   """
@@ -140,7 +163,8 @@ def write_submission(task_name: str, split: str, predictions: str | os.PathLike,
     read_split = f"{'train' if split == 'train' else 'dev'}_{'few_all' if k == 'all' else k}"
   records = RD.read_all(benchmark, task, read_split, root=root, folder=folder)
   kind = RD.task_spec(benchmark, task).kind
-  answers = choose(kind, records, read_predictions(predictions), rank, str(predictions))
+  answers = choose(kind, records, read_predictions(predictions), rank, str(predictions),
+                   joint=joint and kind == "chid" and benchmark == RD.CLUE)
   out = pathlib.Path(output_dir) / file_name(benchmark, task, split, k)
   out.parent.mkdir(parents=True, exist_ok=True)
   tmp = out.with_suffix(".tmp")

@@ -55,3 +55,9 @@ def test_rank_expansion_keeps_only_gold_for_training():
       (0, 0, "正面", False), (0, 1, "负面", True), (1, 0, "正面", False), (1, 1, "负面", False)]
   train = E.expand_options("eprstmt", records[:1], train=True)
   assert [(x["_text"], x["_correct"]) for x in train] == [("负面", True)]
+
+
+def test_chid_joint_assignment_gives_distinct_answers():
+  # Both blanks prefer candidate 0; the stronger claim wins and the other takes its next best.
+  assert E.joint_assignment([[-1.0, -5.0, -2.0], [-0.5, -4.0, -3.0]]) == [2, 0]
+  assert E.joint_assignment([[-1.0, -2.0]]) == [0]

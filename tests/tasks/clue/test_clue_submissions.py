@@ -96,3 +96,21 @@ def test_bad_prediction_file_names_the_line(tmp_path):
   path.write_text('{"prediction": "a", "targets": ""}\n{oops\n', "utf-8")
   with pytest.raises(ValueError, match=rf"{path}:2: invalid JSON"):
     S.read_predictions(path)
+
+
+def test_chid_rank_rows_are_decoded_jointly_per_line(tmp_path):
+  records = RD.read_all("clue", "chid", "test", root=SAMPLE)  # line 0: 3 blanks, line 1: 1
+  expanded = E.expand_options("chid", records, train=False)
+  prefer = {0: 7, 1: 7, 2: 8, 3: 7}  # blanks 0 and 1 of line 0 both like candidate 7 best
+  scores = [(-0.1 if x["_option"] == prefer[x["_example"]] else -5.0)
+            - (0.05 if x["_example"] == 1 else 0.0) - (1.0 if x["_option"] == 9 else 2.0)
+            * (x["_example"] == 1) for x in expanded]
+  rows = [{"index": i, "inputs": "x", "targets": x["_text"], "prediction": "", "score": 0.0,
+           "target_score": s} for i, (x, s) in enumerate(zip(expanded, scores))]
+  path = _rows(tmp_path / "r.jsonl", rows)
+  joint = json.loads(S.write_submission("clue_chid_rank", "test", path, tmp_path / "j",
+                                        root=SAMPLE).read_text())
+  alone = json.loads(S.write_submission("clue_chid_rank", "test", path, tmp_path / "a",
+                                        root=SAMPLE, joint=False).read_text())
+  assert list(alone.values()) == [7, 7, 8, 7]
+  assert list(joint.values()) == [7, 9, 8, 7]  # line 1's blank keeps 7: another line
