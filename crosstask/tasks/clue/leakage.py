@@ -79,9 +79,10 @@ def check_run(train: str | Sequence[str], report: str | Sequence[str],
   found = conflicts(task_names(train), task_names(report))
   if found:
     pairs = ", ".join(f"{a} -> {b}" for a, b in found[:5])
-    raise LeakageError(f"refusing to report {report_split} after training on the data it was "
-                       f"carved from ({len(found)} pairs): {pairs}. Train on the FewCLUE splits only (FewCLUE "
-                       "protocol), or drop shared texts with leakage.exclude_shared.")
+    raise LeakageError(
+        f"refusing to report {report_split} after training on the data it was carved from "
+        f"({len(found)} pairs): {pairs}. Train on the FewCLUE splits only (FewCLUE protocol), "
+        "or drop shared texts with leakage.exclude_shared.")
 
 
 def check_mixture(name: str, tasks: Sequence[str]) -> None:

@@ -39,7 +39,7 @@ import dataclasses
 import os
 import pathlib
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 
 from crosstask.tasks.clue import labels as L
 from crosstask.tasks.common import readers as R
@@ -245,7 +245,8 @@ def _csl(rec, where, labelled):
   keywords = rec["keyword"]
   if not isinstance(keywords, list) or not keywords or not all(
       isinstance(k, str) and k.strip() for k in keywords):
-    raise R.field_error(where, "keyword", f"expected a non-empty list of keywords, got {keywords!r}")
+    raise R.field_error(where, "keyword",
+                        f"expected a non-empty list of keywords, got {keywords!r}")
   return {"abst": _text(rec, "abst", where), "keyword": list(keywords),
           "label": _label(rec, "label", where, L.KEYWORDS, labelled)}
 
@@ -303,12 +304,14 @@ def _chid_lines(rows: Iterator[R.Row], answers: Mapping | None, answer_file, lab
     out = []
     for p, passage in enumerate(passages):
       if not isinstance(passage, str) or not CHID_BLANK.search(passage):
-        raise R.field_error(where, f"content[{p}]", "expected a passage with an #idiomNNNNNN# blank")
+        raise R.field_error(where, f"content[{p}]",
+                            "expected a passage with an #idiomNNNNNN# blank")
       for tag in CHID_BLANK.findall(passage):
         answer = None
         if labelled:
           if tag not in answers:
-            raise R.field_error(where, f"content[{p}]", f"blank {tag} has no answer in {answer_file}")
+            raise R.field_error(where, f"content[{p}]",
+                                f"blank {tag} has no answer in {answer_file}")
           answer = _answer_index(answers[tag], len(cands), f"{answer_file} key {tag}",
                                  "answer", True)
         out.append({"id": tag, "line_id": row_number[0], "candidates": cands,
@@ -346,7 +349,8 @@ def _c3(rows: Iterator[R.Row], kind_hint: str, labelled: bool, on_bad_row, bad) 
           raise R.field_error(where, "answer", f"{question['answer']!r} is not one of the options")
         answer = choice.index(question["answer"])  # the first equal option (spec §8.5)
       out.append({"id": question.get("id", f"{doc_id}/{q}"), "kind": kind, "document": lines,
-                  "question": _text(question, "question", where), "choice": [str(c) for c in choice],
+                  "question": _text(question, "question", where),
+                  "choice": [str(c) for c in choice],
                   "answer": answer})
     return out
 

@@ -178,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--task", required=True, help="e.g. fewclue_eprstmt_rank, clue_tnews")
   parser.add_argument("--split", default="test")
-  parser.add_argument("--predictions", required=True, help="<task>-<split>.jsonl of crosstask.infer")
+  parser.add_argument("--predictions", required=True,
+                      help="<task>-<split>.jsonl written by crosstask.infer")
   parser.add_argument("--output_dir", required=True)
   args = parser.parse_args(argv)
   print(write_submission(args.task, args.split, args.predictions, args.output_dir))
