@@ -5,6 +5,8 @@ Names (nothing is read at registration):
   tasks on their raw splits (`train_0`, `dev_0`, …, `test_public`, `test`);
 * `fewclue_<task>_k<k>` (k = 0..4, all): the FewCLUE protocol for split k as
   `train` = train_k, `validation` = dev_k, plus `test_public`, `test`, `unlabeled`;
+* CLUE tasks also split train into `train_fit` and `train_holdout` (5%, seeded), to select
+  checkpoints without the hidden test labels and report `validation`;
 * `<name>_rank` for every classification and multiple-choice task: rank
   classification, one scored example per (record, option), answer = the best
   option. Training splits (`train*`) keep only the gold option, so training on
@@ -212,17 +214,51 @@ def _split_for(benchmark: str, split: str, k: str | None) -> str:
   return split
 
 
+HOLDOUT_SPLITS = ("train_fit", "train_holdout")
+HOLDOUT_FRACTION = 0.05
+HOLDOUT_SEED = 0
+
+
+def _holdout_group(kind: str, record: dict) -> str:
+  """Records held out together: a ChID line, a CMRC passage, a C3 document."""
+  if kind == "chid":
+    return str(record["line_id"])
+  if kind == "cmrc":
+    return record["context"]
+  if kind == "c3":
+    return "\n".join(record["document"])
+  return str(id(record))
+
+
+def holdout(records: Sequence[dict], kind: str, part: str) -> list[dict]:
+  """`train_fit` / `train_holdout`: a seeded 5% of train's groups held out for selection.
+
+  CLUE's test labels are hidden, so checkpoints are selected on train_holdout and
+  the official dev (`validation`) is reported; passages never straddle the two parts.
+  """
+  groups = list(dict.fromkeys(_holdout_group(kind, r) for r in records))
+  order = np.random.RandomState(HOLDOUT_SEED).permutation(len(groups))
+  held = {groups[i] for i in order[:max(1, round(HOLDOUT_FRACTION * len(groups)))]}
+  keep = part == "train_holdout"
+  return [r for r in records if (_holdout_group(kind, r) in held) == keep]
+
+
 def _read(split: str, *, benchmark: str, task: str, k: str | None, rank: bool, kind: str):
-  records = RD.read_all(benchmark, task, _split_for(benchmark, split, k))
-  if rank:
-    return E.expand_options(kind, records, train=split.startswith("train"))
+  if split in HOLDOUT_SPLITS:
+    records = holdout(RD.read_all(benchmark, task, "train"), kind, split)
+  else:
+    records = RD.read_all(benchmark, task, _split_for(benchmark, split, k))
+  if rank:  # training splits score only the gold option; train_holdout is for evaluation
+    train = split.startswith("train") and split != "train_holdout"
+    return E.expand_options(kind, records, train=train)
   return records
 
 
 def task_splits(benchmark: str, task: str, k: str | None) -> tuple[str, ...]:
   if k is not None:
     return ("train", "validation", "test_public", "test", "unlabeled")
-  return RD.splits(benchmark, task)
+  splits = RD.splits(benchmark, task)
+  return splits + HOLDOUT_SPLITS if "train" in splits and benchmark == RD.CLUE else splits
 
 
 def task_name(benchmark: str, task: str, k: str | None = None, rank: bool = False) -> str:

@@ -167,3 +167,17 @@ def test_shared_layer_contract(sample_root, name):
     testing.assert_prompt_format(task, prompt, split=split)
   if not name.endswith("_rank") and name != "clue_cmrc2018":  # CMRC targets are reference lists
     testing.assert_perfect_predictions_score_max(task, split, keys=["accuracy"])
+
+
+def test_train_holdout_for_checkpoint_selection(official_data):
+  records = RD.read_all("clue", "c3", "train", root=official_data)
+  fit, held = (T.holdout(records, "c3", part) for part in T.HOLDOUT_SPLITS)
+  assert len(fit) + len(held) == 11869
+  docs = lambda rs: {"\n".join(r["document"]) for r in rs}
+  assert not docs(fit) & docs(held)  # a document's questions stay together
+  assert len(docs(held)) == round(0.05 * len(docs(records)))
+  assert T.holdout(records, "c3", "train_holdout") == held  # seeded: the same every time
+  with paths.use_data_dir(official_data):
+    assert len(_examples("clue_c3_rank", "train_holdout")) == sum(len(r["choice"]) for r in held)
+    assert len(_examples("clue_c3_rank", "train_fit")) == len(fit)
+  assert "train_holdout" not in seqio.get_mixture_or_task("fewclue_eprstmt").splits
