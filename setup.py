@@ -15,12 +15,15 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
+    # The `rouge` package is CSL's official ROUGE-L (crosstask.eval.csl_official).
+    "rouge>=1.0.1",
 ]
 TASKS = [
     "seqio>=0.0.20",
     "tensorflow>=2.21",
     "tensorflow-text>=2.21",
     "tensorflow-datasets>=4.9",
+    "matplotlib>=3.8",  # report plots (crosstask.tasks.common.report.plot_curves)
 ]
 TEST = [
     "pytest>=9",
