@@ -11,6 +11,7 @@ import pytest
 import runtime_subprocess as rs
 from crosstask import paths
 from crosstask.eval import rank_classification
+from crosstask.runtime import best_checkpoint
 from crosstask.tasks.clue import submissions
 
 TASK = "fewclue_eprstmt_rank"
@@ -59,7 +60,8 @@ def test_fewclue_protocol_with_rank_classification(tmp_path, capsys):
   assert [(m["step"], m["task"]) for m in dev] == [(8, TASK), (16, TASK)]
   for m in dev:  # accuracy over questions, not over (question, option) rows
     assert round(m["metrics"]["accuracy"] * n_dev / 100, 6).is_integer()
-  best = max(dev, key=lambda m: (m["metrics"]["accuracy"], -m["step"]))["step"]
+  best, _ = best_checkpoint.best_step(str(model_dir), "accuracy")  # ties: the earliest
+  assert best == max(dev, key=lambda m: (m["metrics"]["accuracy"], -m["step"]))["step"]
   checkpoint = model_dir / f"checkpoint_{best}"
 
   eval_dir = tmp_path / "eval"
