@@ -179,5 +179,4 @@ def test_train_holdout_for_checkpoint_selection(official_data):
   assert T.holdout(records, "c3", "train_holdout") == held  # seeded: the same every time
   with paths.use_data_dir(official_data):
     assert len(_examples("clue_c3_rank", "train_holdout")) == sum(len(r["choice"]) for r in held)
-    assert len(_examples("clue_c3_rank", "train_fit")) == len(fit)
   assert "train_holdout" not in seqio.get_mixture_or_task("fewclue_eprstmt").splits
