@@ -43,3 +43,25 @@ def test_csl_dev_shares_abstracts_with_csldcp(official_data):
 
 def test_text_key_ignores_spacing_and_width():
   assert leakage.text_key("ＡＢＣ 北京，") == leakage.text_key("ABC北京,")
+
+
+def test_reading_test_public_refuses_a_checkpoint_trained_on_its_source(tmp_path):
+  gin = pytest.importorskip("gin")
+  import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
+  import seqio  # pylint: disable=g-import-not-at-top
+  from crosstask import paths  # pylint: disable=g-import-not-at-top
+  run = tmp_path / "run"
+  (run / "checkpoint_8").mkdir(parents=True)
+  (run / "operative_config.gin").write_text("MIXTURE_OR_TASK_NAME = 'clue_classification'\n")
+  assert leakage.trained_on(run / "checkpoint_8") == "clue_classification"
+  task = seqio.get_mixture_or_task("fewclue_tnews_k0")
+  gin.clear_config()
+  try:
+    gin.parse_config([f"CHECKPOINT_PATH = '{run / 'checkpoint_8'}'",
+                      "MIXTURE_OR_TASK_NAME = 'fewclue_tnews_k0'"])
+    with paths.use_data_dir(paths.SAMPLE_DIR):
+      task.get_dataset({"inputs": 64, "targets": 8}, split="validation")  # dev_0: fine
+      with pytest.raises(leakage.LeakageError, match="clue_tnews -> fewclue_tnews_k0"):
+        task.get_dataset({"inputs": 64, "targets": 8}, split="test_public")
+  finally:
+    gin.clear_config()
