@@ -12,6 +12,7 @@ import runtime_subprocess as rs
 from crosstask import paths
 from crosstask.eval import rank_classification
 from crosstask.runtime import best_checkpoint
+from crosstask.tasks.clue import leakage
 from crosstask.tasks.clue import submissions
 
 TASK = "fewclue_eprstmt_rank"
@@ -63,6 +64,8 @@ def test_fewclue_protocol_with_rank_classification(tmp_path, capsys):
   best, _ = best_checkpoint.best_step(str(model_dir), "accuracy")  # ties: the earliest
   assert best == max(dev, key=lambda m: (m["metrics"]["accuracy"], -m["step"]))["step"]
   checkpoint = model_dir / f"checkpoint_{best}"
+  # What the test_public guard reads (a checkpoint of a CLUE-trained run would be refused).
+  assert leakage.trained_on(checkpoint) == TASK
 
   eval_dir = tmp_path / "eval"
   _run(_entry("crosstask.eval", "runs/eval.gin", f"--gin.CHECKPOINT_PATH='{checkpoint}'",
