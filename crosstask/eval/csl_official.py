@@ -3,8 +3,9 @@
 * Text reaches the metrics as BERT tokens: `bert_basic_tokens` is BERT's
   BasicTokenizer (control characters dropped, every CJK character and every
   punctuation mark a token, Latin lower-cased with accents stripped). The
-  official script also WordPiece-splits Latin words with its model's
-  vocabulary; without that vocabulary words stay whole.
+  official script also WordPiece-splits words with its model's vocabulary
+  (`[UNK]` for what it lacks); pass `vocab_file` (BERT's vocab.txt, one token a
+  line) to do the same, else words stay whole.
 * ROUGE-L (`--metrics 1`): the `rouge` package's ROUGE-L F of the space-joined
   tokens, averaged over examples. That package splits text into sentences on
   `.`, takes the union LCS over them and counts unique tokens; it is not
@@ -29,6 +30,7 @@ up to EOS.
 
 from __future__ import annotations
 
+import functools
 import random
 import unicodedata
 from collections.abc import Sequence
@@ -94,14 +96,49 @@ def bert_basic_tokens(text: str, lower_case: bool = True) -> list[str]:
   return tokens
 
 
-def spaced(text: str) -> str:
+@functools.lru_cache(maxsize=4)
+def load_vocab(vocab_file: str) -> frozenset[str]:
+  """The tokens of a BERT vocab.txt (one per line)."""
+  with open(vocab_file, encoding="utf-8") as f:
+    return frozenset(line.rstrip("\n") for line in f if line.rstrip("\n"))
+
+
+def wordpiece(word: str, vocab: frozenset[str], max_chars: int = 100) -> list[str]:
+  """BERT's greedy longest-match-first WordPiece split of one word; ['[UNK]'] if it fails."""
+  if len(word) > max_chars:
+    return ["[UNK]"]
+  pieces, start = [], 0
+  while start < len(word):
+    end = len(word)
+    while end > start:
+      piece = word[start:end] if start == 0 else "##" + word[start:end]
+      if piece in vocab:
+        break
+      end -= 1
+    if end == start:
+      return ["[UNK]"]
+    pieces.append(piece)
+    start = end
+  return pieces
+
+
+def bert_tokens(text: str, vocab_file: str | None = None) -> list[str]:
+  """BasicTokenizer tokens, WordPiece-split when a vocab file is given."""
+  tokens = bert_basic_tokens(text)
+  if vocab_file is None:
+    return tokens
+  vocab = load_vocab(str(vocab_file))
+  return [piece for token in tokens for piece in wordpiece(token, vocab)]
+
+
+def spaced(text: str, vocab_file: str | None = None) -> str:
   """The tokens joined by single spaces: what the official ROUGE-L scores."""
-  return " ".join(bert_basic_tokens(text))
+  return " ".join(bert_tokens(text, vocab_file))
 
 
-def joined(text: str) -> str:
+def joined(text: str, vocab_file: str | None = None) -> str:
   """The tokens joined without spaces: what the official accuracy compares."""
-  return "".join(bert_basic_tokens(text))
+  return "".join(bert_tokens(text, vocab_file))
 
 
 def _rouge():
@@ -115,14 +152,15 @@ def rouge_l_f(hypothesis: str, reference: str, scorer=None) -> float:
   return scorer.get_scores(hyps=hypothesis, refs=reference)[0]["rouge-l"]["f"]
 
 
-def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str]) -> dict[str, float]:
+def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
+                vocab_file: str | None = None) -> dict[str, float]:
   """Mean official ROUGE-L F, 0-100, under key "rougeL"; an empty prediction scores 0."""
   _checks.check_pairs(targets, predictions, "rouge_l_csl")
   scorer = _rouge()
   total = 0.0
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
-    ref = spaced(_checks.check_text(target, "rouge_l_csl", "targets", i))
-    hyp = spaced(_checks.check_text(prediction, "rouge_l_csl", "predictions", i))
+    ref = spaced(_checks.check_text(target, "rouge_l_csl", "targets", i), vocab_file)
+    hyp = spaced(_checks.check_text(prediction, "rouge_l_csl", "predictions", i), vocab_file)
     if not ref.replace(".", "").strip():
       raise ValueError(f"rouge_l_csl: targets[{i}]={target!r} has no tokens to score against")
     if hyp.replace(".", "").strip():
@@ -140,29 +178,30 @@ def nearest_label(prediction: str, labels: Sequence[str], rng: random.Random, sc
   return labels[int(np.argmax(scores))]
 
 
-def map_to_gold_labels(targets: Sequence[str], predictions: Sequence[str],
-                       seed: int = 0) -> tuple[list[str], list[str]]:
+def map_to_gold_labels(targets: Sequence[str], predictions: Sequence[str], seed: int = 0,
+                       vocab_file: str | None = None) -> tuple[list[str], list[str]]:
   """(gold, mapped predictions), both `joined`, as the official accuracy compares them."""
   _checks.check_pairs(targets, predictions, "csl accuracy")
-  gold = [joined(_checks.check_text(t, "csl accuracy", "targets", i)) for i, t in enumerate(targets)]
+  gold = [joined(_checks.check_text(t, "csl accuracy", "targets", i), vocab_file)
+          for i, t in enumerate(targets)]
   labels = list(dict.fromkeys(gold))
   rng, scorer = random.Random(seed), _rouge()
   mapped = []
   for i, p in enumerate(predictions):
-    pred = joined(_checks.check_text(p, "csl accuracy", "predictions", i))
+    pred = joined(_checks.check_text(p, "csl accuracy", "predictions", i), vocab_file)
     mapped.append(nearest_label(pred, labels, rng, scorer))
   return gold, mapped
 
 
 def classification_csl(targets: Sequence[str], predictions: Sequence[str], *,
-                       seed: int = 0) -> dict[str, float]:
+                       seed: int = 0, vocab_file: str | None = None) -> dict[str, float]:
   """Official accuracy and macro-F1 (over the gold set's labels) after nearest-label mapping."""
-  gold, mapped = map_to_gold_labels(targets, predictions, seed)
+  gold, mapped = map_to_gold_labels(targets, predictions, seed, vocab_file)
   return {**classification.accuracy(gold, mapped), **classification.macro_f1(gold, mapped)}
 
 
 def accuracy_csl(targets: Sequence[str], predictions: Sequence[str], *,
-                 seed: int = 0) -> dict[str, float]:
+                 seed: int = 0, vocab_file: str | None = None) -> dict[str, float]:
   """Official accuracy after nearest-label mapping, 0-100, under key "accuracy"."""
-  gold, mapped = map_to_gold_labels(targets, predictions, seed)
+  gold, mapped = map_to_gold_labels(targets, predictions, seed, vocab_file)
   return classification.accuracy(gold, mapped)

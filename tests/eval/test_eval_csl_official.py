@@ -119,3 +119,22 @@ def test_small_cases():
   with pytest.raises(ValueError, match="targets\\[0\\]"):
     ev.rouge_l_csl([" . "], ["x"])
   assert ev.classification_csl(["工学", "理学"], ["工学", "理学"]) == {"accuracy": 100.0, "macro_f1": 100.0}
+
+
+def test_wordpiece_with_a_vocab_file_matches_hf_tokenizers(tmp_path):
+  from tokenizers import Tokenizer  # pylint: disable=g-import-not-at-top
+  from tokenizers.models import WordPiece  # pylint: disable=g-import-not-at-top
+  from tokenizers.normalizers import BertNormalizer  # pylint: disable=g-import-not-at-top
+  from tokenizers.pre_tokenizers import BertPreTokenizer  # pylint: disable=g-import-not-at-top
+  vocab = ["[PAD]", "[UNK]", "trans", "##form", "##er", "##s", "深", "度", "学", "(", ")", "52",
+           ".", "##6", "6", "m", "##m"]
+  (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+  hf = Tokenizer(WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+  hf.normalizer = BertNormalizer(lowercase=True)
+  hf.pre_tokenizer = BertPreTokenizer()
+  text = "深度学习 Transformers(52.66m) 习题 transx"
+  ours = off.bert_tokens(text, str(tmp_path / "vocab.txt"))
+  assert ours == hf.encode(text, add_special_tokens=False).tokens
+  assert ours[:5] == ["深", "度", "学", "[UNK]", "trans"]
+  scores = ev.rouge_l_csl(["transformers 学习"], ["transformer"], vocab_file=str(tmp_path / "vocab.txt"))
+  assert 0 < scores["rougeL"] < 100
