@@ -15,6 +15,7 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
+    "pysbd>=0.3.4",  # offline English sentence splitting for rougeLsum
 ]
 TASKS = [
     "seqio>=0.0.20",
