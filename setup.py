@@ -16,6 +16,7 @@ CORE = [
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
     "pysbd>=0.3.4",  # offline English sentence splitting for rougeLsum
+    "rouge>=1.0.1",  # the scorer SciTLDR's oracle script picks sentences with
 ]
 TASKS = [
     "seqio>=0.0.20",
@@ -37,7 +38,7 @@ setuptools.setup(
     description="Chinese and scientific NLP benchmarks as one text-to-text world, in JAX/Flax.",
     # Namespace discovery so the gin, config and sample folders ship as package data.
     packages=setuptools.find_namespace_packages(include=["crosstask", "crosstask.*"]),
-    package_data={"": ["*.gin", "*.tsv", "*.md"]},
+    package_data={"": ["*.gin", "*.tsv", "*.md", "*.json", "*.jsonl", "*.summary", "*.txt"]},
     python_requires=">=3.11",
     install_requires=CORE,
     extras_require={"tasks": TASKS, "test": TASKS + TEST},
