@@ -26,11 +26,13 @@ def infer(*,
           restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
           partitioner: partitioning.Partitioner | None = None,
           output_dir: str = gin.REQUIRED,
-          num_examples: int | None = None) -> list[str]:
+          num_examples: int | None = None,
+          prompt_with_targets: bool = False) -> list[str]:
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
-  the reference target. Returns the files written.
+  the reference target. Returns the files written. `prompt_with_targets`
+  forces each example's targets as its decoder prompt (see eval_script.evaluate).
   """
   partitioner = partitioner or partitioning.Partitioner()
   data.import_tasks(dataset_cfg.module)
@@ -42,7 +44,7 @@ def infer(*,
   (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, template.abstract_params())
   runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size)
+                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets)
   converter = data.feature_converter(pack=False)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)
