@@ -27,7 +27,8 @@ def infer(*,
           partitioner: partitioning.Partitioner | None = None,
           output_dir: str = gin.REQUIRED,
           num_examples: int | None = None,
-          prompt_with_targets: bool = False) -> list[str]:
+          prompt_with_targets: bool = False,
+          num_decodes: int = 1) -> list[str]:
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
@@ -44,7 +45,8 @@ def infer(*,
   (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, template.abstract_params())
   runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets)
+                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets,
+                               num_decodes=num_decodes)
   converter = data.feature_converter(pack=False)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)
