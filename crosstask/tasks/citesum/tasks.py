@@ -143,7 +143,7 @@ def _single_field_rouge(targets, predictions):
 # ------------------------------------------------------------------------------ SciTLDR
 
 
-def _scitldr_split(split: str) -> list[dict] | Iterable[dict]:
+def _scitldr_split(split: str) -> Iterable[dict]:
   few = fewshot.parse_split(split)
   if few is None:
     return readers.read_scitldr(split)
