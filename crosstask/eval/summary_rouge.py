@@ -42,11 +42,18 @@ def pair_scores(
   An empty side scores 0 (rouge-score's rule), so an empty generation is
   simply wrong rather than an error.
   """
+  return dict(_cached_pair_scores(target, prediction, tuple(score_keys), stem))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _cached_pair_scores(target: str, prediction: str, score_keys: tuple[str, ...],
+                        stem: bool) -> tuple[tuple[str, float], ...]:
+  # Cached: multi-reference and oracle scoring meet the same pairs again and again.
   if "rougeLsum" in score_keys:  # only rougeLsum sees the sentence breaks
     target = sentences.sentences_per_line(target)
     prediction = sentences.sentences_per_line(prediction)
-  scores = _scorer(tuple(score_keys), stem).score(target, prediction)
-  return {key: scores[key].fmeasure for key in score_keys}
+  scores = _scorer(score_keys, stem).score(target, prediction)
+  return tuple((key, scores[key].fmeasure) for key in score_keys)
 
 
 def rouge_stemmed(
