@@ -178,5 +178,8 @@ def test_run_configs_parse_and_name_registered_tasks(config):
     name = gin.query_parameter("%MIXTURE_OR_TASK_NAME")
     assert gin.query_parameter("%MIXTURE_OR_TASK_MODULE") == "crosstask.tasks.citesum"
     assert name in seqio.TaskRegistry.names() or name in seqio.MixtureRegistry.names()
+    # The paper's implicit decoding settings reach the model (macros resolved).
+    params = gin.get_bindings("model.EncoderDecoderModel")["default_decoder_params"]
+    assert params["no_repeat_ngram_size"] in (0, 3) and isinstance(params["min_length"], int)
   finally:
     gin.clear_config()
