@@ -16,13 +16,16 @@ CORE = [
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
     "pysbd>=0.3.4",  # offline English sentence splitting for rougeLsum
-    "rouge>=1.0.1",  # the scorer SciTLDR's oracle script picks sentences with
+    # The `rouge` package is CSL's official ROUGE-L (crosstask.eval.csl_official)
+    # and the scorer SciTLDR's oracle script picks sentences with.
+    "rouge>=1.0.1",
 ]
 TASKS = [
     "seqio>=0.0.20",
     "tensorflow>=2.21",
     "tensorflow-text>=2.21",
     "tensorflow-datasets>=4.9",
+    "matplotlib>=3.8",  # report plots (crosstask.tasks.common.report.plot_curves)
 ]
 TEST = [
     "pytest>=9",

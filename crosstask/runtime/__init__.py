@@ -10,7 +10,10 @@
   inference     batched predict/score; evaluation: seqio.Evaluator + summaries
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file
-  scenarios     CSL scenario names for gin; demo: the demo hook
+  restoring     what eval and infer share: checkpoint selection, parameter templates
+  best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
+
+It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODULE.
 
 Nothing here imports TensorFlow or SeqIO at module load.
 """
