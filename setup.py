@@ -27,6 +27,12 @@ TASKS = [
     "tensorflow-datasets>=4.9",
     "matplotlib>=3.8",  # report plots (crosstask.tasks.common.report.plot_curves)
 ]
+# The official SciRepEval evaluation: linear probes, Kendall tau, trec_eval.
+SCIREPEVAL = [
+    "scikit-learn>=1.5",
+    "scipy>=1.13",
+    "pytrec-eval-terrier>=0.5.6",
+]
 TEST = [
     "pytest>=9",
     "pytest-xdist>=3.8",
@@ -44,5 +50,6 @@ setuptools.setup(
     package_data={"": ["*.gin", "*.tsv", "*.md", "*.json", "*.jsonl", "*.summary", "*.txt"]},
     python_requires=">=3.11",
     install_requires=CORE,
-    extras_require={"tasks": TASKS, "test": TASKS + TEST},
+    extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL,
+                    "test": TASKS + SCIREPEVAL + TEST},
 )
