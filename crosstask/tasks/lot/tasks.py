@@ -24,6 +24,7 @@ import re
 import unicodedata
 
 from crosstask.eval import lot as lot_metrics
+from crosstask.eval import rank_classification
 from crosstask.tasks.common.schema import Field
 from crosstask.tasks.common.schema import Schema
 from crosstask.tasks.lot import readers
@@ -140,17 +141,9 @@ def rank_postprocess(output, example=None, is_target=False):
           _text(example["rank_correct"]) == "1")
 
 
-def rank_accuracy(targets, scores) -> dict[str, float]:
-  """Percentage of stories whose best-scored candidate is right; ties -> candidate 0.
-
-  Same target tuples as the CLUE tasks' rank classification.
-  """
-  best: dict = {}
-  for (question, option, correct), score in zip(targets, scores):
-    score = float(score)
-    if question not in best or score > best[question][0]:
-      best[question] = (score, correct)
-  return {"accuracy": 100.0 * sum(c for _, c in best.values()) / max(1, len(best))}
+# The CLUE tasks' rank classification metric: per story the best-scored candidate
+# is the answer (ties: candidate 0), 0-100.
+rank_accuracy = rank_classification.rank_accuracy
 
 
 # ------------------------------------------------------------------ SenPos
