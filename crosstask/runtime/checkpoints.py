@@ -177,8 +177,10 @@ def load_hf_params(path: str, abstract_params: Any) -> Any:
   from crosstask.models import hf_import
   _, params = hf_import.load_hf_checkpoint(path)
   _compare_shapes(_flat(params), _flat(abstract_params), path)
-  return jax.tree.map(lambda a, x: jax.device_put(np.asarray(x, a.dtype), a.sharding),
-                      abstract_params, params)
+  def place(a, x):  # Each host places its own shards (device_put cannot reach other hosts).
+    x = np.asarray(x, a.dtype)
+    return jax.make_array_from_callback(a.shape, a.sharding, lambda index: x[index])
+  return jax.tree.map(place, abstract_params, params)
 
 
 def load_params(path: str, abstract_params: Any) -> Any:

@@ -125,8 +125,11 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
 
   iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed)
   saves_input = None  # Known once the iterator has produced a batch.
-  # Placed once as the step expects it (replicated), not re-transferred every step.
-  rng = jax.device_put(jax.random.key(random_seed + 1), partitioner.replicated)
+  # Placed once as the step expects it (replicated), not re-transferred every step;
+  # made by a jitted call, since device_put cannot place onto other hosts' devices.
+  with partitioner.context():
+    rng = jax.jit(lambda: jax.random.key(random_seed + 1),
+                  out_shardings=partitioner.replicated)()
   report = progress.Progress(total_steps, start, writer, every=log_every)
   step = saved_step = start
   pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).

@@ -36,6 +36,10 @@ class Trainer:
     self.optimizer = optimizer
     self.learning_rate_fn = learning_rate_fn
     self.input_shapes = dict(input_shapes)
+    batch = next(iter(self.input_shapes.values()))[0]
+    if num_microbatches < 1 or batch % num_microbatches:
+      raise ValueError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
+                       f'split the batch of {batch} into equal microbatches.')
     self.num_microbatches = num_microbatches
     boxed = jax.eval_shape(self._boxed_params, jax.random.key(0))
     with partitioner.context():

@@ -1,0 +1,93 @@
+"""Two processes x four CPU devices (jax.distributed, gloo collectives) train exactly
+like one process with eight devices, through a checkpoint save and a restart.
+
+Unshuffled and unpacked, the two hosts' shards of a batch are the one-host batch's
+rows in another order; losses are sums over rows, so they agree to float rounding.
+"""
+
+import os
+import re
+import socket
+import subprocess
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+import runtime_subprocess as rs
+
+STEPS = 6
+FLAGS = ("--gin.MIXTURE_OR_TASK_NAME='runtime_copy'", '--gin.SHUFFLE=False', '--gin.PACK=False',
+         '--gin.EVAL_PERIOD=0', '--gin.DROPOUT_RATE=0.0', '--gin.LOG_EVERY=1',
+         '--gin.CHECKPOINT_PERIOD=3')
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('localhost', 0))
+    return s.getsockname()[1]
+
+
+def _start(model_dir, steps, log, devices: int, process: tuple[int, int] | None = None):
+  env = rs.env()
+  env['XLA_FLAGS'] = f'--xla_force_host_platform_device_count={devices}'
+  cmd = rs.train_cmd(model_dir, steps, *FLAGS)
+  if process:
+    pid, port = process
+    cmd += ['--gin.MULTIHOST=True',
+            f"--gin.partitioning.initialize_distributed.coordinator_address='localhost:{port}'",
+            '--gin.partitioning.initialize_distributed.num_processes=2',
+            f'--gin.partitioning.initialize_distributed.process_id={pid}']
+  return subprocess.Popen(cmd, cwd=rs.REPO, env=env, stdout=open(log, 'w'),
+                          stderr=subprocess.STDOUT)
+
+
+def _losses(log) -> dict[int, float]:
+  return {int(s): float(l) for s, l in
+          re.findall(r'^step (\d+)/\d+  loss ([\d.]+)', log.read_text(), re.M)}
+
+
+def _two_processes(model_dir, steps, tmp_path, tag):
+  port = _free_port()
+  logs = [tmp_path / f'{tag}-{i}.log' for i in range(2)]
+  procs = [_start(model_dir, steps, logs[i], 4, (i, port)) for i in range(2)]
+  return procs, logs
+
+
+@pytest.mark.slow
+def test_two_processes_match_one_including_restart(tmp_path):
+  one, two = tmp_path / 'one', tmp_path / 'two'
+  procs = []
+  try:
+    ref = _start(one, STEPS, tmp_path / 'one.log', 8)
+    first, first_logs = _two_processes(two, STEPS // 2, tmp_path, 'first')
+    procs = [ref, *first]
+    for p, log in zip(first, first_logs):
+      assert p.wait(timeout=600) == 0, log.read_text()[-3000:]
+    assert (two / 'checkpoint_3' / 'input' / 'ds-1-of-2.index').is_file()
+    second, second_logs = _two_processes(two, STEPS, tmp_path, 'second')
+    procs += second
+    for p, log in zip(second, second_logs):
+      assert p.wait(timeout=600) == 0, log.read_text()[-3000:]
+    assert ref.wait(timeout=600) == 0, (tmp_path / 'one.log').read_text()[-3000:]
+  finally:
+    for p in procs:
+      if p.poll() is None:
+        p.kill()
+        p.wait()
+  restarted = second_logs[0].read_text()
+  assert 'continuing at step 3' in restarted and 'Restored the input position' in restarted
+  assert 'process_count=2' in restarted or 'step 4/6' in restarted
+
+  got = {**_losses(first_logs[0]), **_losses(second_logs[0])}
+  want = _losses(tmp_path / 'one.log')
+  assert sorted(got) == sorted(want) == list(range(1, STEPS + 1))
+  for step in want:
+    assert got[step] == pytest.approx(want[step], rel=1e-4), (step, got, want)
+  a = ocp.PyTreeCheckpointer().restore(os.path.join(one, f'checkpoint_{STEPS}', 'state'))
+  b = ocp.PyTreeCheckpointer().restore(os.path.join(two, f'checkpoint_{STEPS}', 'state'))
+  flat_b = dict(jax.tree_util.tree_leaves_with_path(b['params']))
+  for path, x in jax.tree_util.tree_leaves_with_path(a['params']):
+    np.testing.assert_allclose(x, flat_b[path], rtol=1e-4, atol=1e-5,
+                               err_msg=jax.tree_util.keystr(path))
