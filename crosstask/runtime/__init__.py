@@ -6,7 +6,9 @@
   partitioning  the ('data', 'model') mesh and logical-axis rules
   optimizers    Adafactor / AdamW and T5X's learning-rate schedules (optax)
   checkpoints   orbax save/restore, parameters-only loads, shape checks
-  data          SeqIO pipelines (DatasetConfig), resumable by batch count
+  input_state   the tf.data iterator position saved with each checkpoint
+  faults        SIGTERM, MODEL_DIR lock, writability, disk space, NaN/Inf errors
+  data          SeqIO pipelines (DatasetConfig), seeded and sharded per host
   inference     batched predict/score; evaluation: seqio.Evaluator + summaries
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file

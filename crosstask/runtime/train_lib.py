@@ -94,6 +94,7 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
   summarize_config_fn(model_dir, writer, 0)
+  partitioning.wait_for_all_processes('crosstask_train_setup')
   mgr = checkpoints.manager(model_dir, checkpoint_cfg)
   latest = mgr.latest_step()
   consumed = skipped = 0
@@ -124,6 +125,7 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
     train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
 
   iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed)
+  partitioning.wait_for_all_processes('crosstask_train_loop')
   saves_input = None  # Known once the iterator has produced a batch.
   # Placed once as the step expects it (replicated), not re-transferred every step;
   # made by a jitted call, since device_put cannot place onto other hosts' devices.
