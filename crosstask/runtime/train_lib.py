@@ -165,7 +165,7 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
         gin_utils.write_operative_config(model_dir)
       if step % checkpoint_cfg.period == 0 or step == total_steps:
         save(step)
-      if preemption.reached(step):
+      if step < total_steps and preemption.reached(step):
         if saved_step != step:
           save(step)
         mgr.wait_until_finished()
