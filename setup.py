@@ -15,12 +15,21 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
+    # The `rouge` package is CSL's official ROUGE-L (crosstask.eval.csl_official).
+    "rouge>=1.0.1",
 ]
 TASKS = [
     "seqio>=0.0.20",
     "tensorflow>=2.21",
     "tensorflow-text>=2.21",
     "tensorflow-datasets>=4.9",
+    "matplotlib>=3.8",  # report plots (crosstask.tasks.common.report.plot_curves)
+]
+# The official SciRepEval evaluation: linear probes, Kendall tau, trec_eval.
+SCIREPEVAL = [
+    "scikit-learn>=1.5",
+    "scipy>=1.13",
+    "pytrec-eval-terrier>=0.5.6",
 ]
 TEST = [
     "pytest>=9",
@@ -39,5 +48,6 @@ setuptools.setup(
     package_data={"": ["*.gin", "*.tsv", "*.md"]},
     python_requires=">=3.11",
     install_requires=CORE,
-    extras_require={"tasks": TASKS, "test": TASKS + TEST},
+    extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL,
+                    "test": TASKS + SCIREPEVAL + TEST},
 )

@@ -7,6 +7,7 @@ so that `python -m crosstask.eval` starts fast.
 from crosstask.eval.bleu import bleu
 from crosstask.eval.classification import accuracy
 from crosstask.eval.classification import macro_f1
+from crosstask.eval.csl_official import accuracy_csl, classification_csl, rouge_l_csl
 from crosstask.eval.keywords import bpref
 from crosstask.eval.keywords import keyword_f1
 from crosstask.eval.rouge import rouge

@@ -10,9 +10,14 @@
   faults        SIGTERM, MODEL_DIR lock, writability, disk space, NaN/Inf errors
   data          SeqIO pipelines (DatasetConfig), seeded and sharded per host
   inference     batched predict/score; evaluation: seqio.Evaluator + summaries
+  embedding     batched, sharded encoder embeddings; embed_lib / relevance_lib: the
+                `python -m crosstask.embed|relevance` jobs (SciRepEval)
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file
-  scenarios     CSL scenario names for gin; demo: the demo hook
+  restoring     what eval and infer share: checkpoint selection, parameter templates
+  best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
+
+It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODULE.
 
 Nothing here imports TensorFlow or SeqIO at module load.
 """

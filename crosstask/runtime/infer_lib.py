@@ -8,7 +8,7 @@ from typing import Any
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, eval_lib, gin_utils, inference
+from crosstask.runtime import checkpoints, data, gin_utils, inference, restoring
 from crosstask.runtime import partitioning
 
 
@@ -37,10 +37,10 @@ def infer(*,
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
   data.check_vocabulary_fits(model, mixture)
-  template = eval_lib.params_template(model, partitioner, dataset_cfg)
+  template = restoring.params_template(model, partitioner, dataset_cfg)
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
+  (_, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, template.abstract_params())
   runner = inference.Inference(model, partitioner, template.param_shardings,
                                dataset_cfg.batch_size)
