@@ -15,7 +15,9 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
-    # The `rouge` package is CSL's official ROUGE-L (crosstask.eval.csl_official).
+    "pysbd>=0.3.4",  # offline English sentence splitting for rougeLsum
+    # The `rouge` package is CSL's official ROUGE-L (crosstask.eval.csl_official)
+    # and the scorer SciTLDR's oracle script picks sentences with.
     "rouge>=1.0.1",
 ]
 TASKS = [
@@ -45,7 +47,7 @@ setuptools.setup(
     description="Chinese and scientific NLP benchmarks as one text-to-text world, in JAX/Flax.",
     # Namespace discovery so the gin, config and sample folders ship as package data.
     packages=setuptools.find_namespace_packages(include=["crosstask", "crosstask.*"]),
-    package_data={"": ["*.gin", "*.tsv", "*.md"]},
+    package_data={"": ["*.gin", "*.tsv", "*.md", "*.json", "*.jsonl", "*.summary", "*.txt"]},
     python_requires=">=3.11",
     install_requires=CORE,
     extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL,

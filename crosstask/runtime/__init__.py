@@ -10,8 +10,8 @@
   faults        SIGTERM, MODEL_DIR lock, writability, disk space, NaN/Inf errors
   data          SeqIO pipelines (DatasetConfig), seeded and sharded per host
   inference     batched predict/score; evaluation: seqio.Evaluator + summaries
-  embedding     batched, sharded encoder embeddings; embed_lib / relevance_lib: the
-                `python -m crosstask.embed|relevance` jobs (SciRepEval)
+  embedding     batched, sharded encoder embeddings (the SciRepEval jobs behind
+                `python -m crosstask.embed|relevance` live in crosstask/tasks/scirepeval/)
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file
   restoring     what eval and infer share: checkpoint selection, parameter templates

@@ -17,8 +17,15 @@ def evaluate(*,
              restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
              partitioner: partitioning.Partitioner | None = None,
              output_dir: str = gin.REQUIRED,
-             num_examples: int | None = None) -> dict[int, dict]:
-  """Evaluates each selected checkpoint on `dataset_cfg`; returns {step: {task: metrics}}."""
+             num_examples: int | None = None,
+             prompt_with_targets: bool = False,
+             num_decodes: int = 1) -> dict[int, dict]:
+  """Evaluates each selected checkpoint on `dataset_cfg`; returns {step: {task: metrics}}.
+
+  `prompt_with_targets` (T5X's name) forces the targets as decoder prompts: for
+  tasks whose targets are a prompt only (CiteSum's "This paper" on SciTLDR).
+  `num_decodes` is the beam size when the model decodes with beam search.
+  """
   partitioner = partitioner or partitioning.Partitioner()
   data.check_run_vocabulary(model, dataset_cfg)
   template = params_template(model, partitioner, dataset_cfg)
@@ -30,7 +37,8 @@ def evaluate(*,
     raise ValueError(f"'{dataset_cfg.mixture_or_task_name}' has no task with metrics to "
                      f"evaluate on split '{dataset_cfg.split}'.")
   runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size)
+                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets,
+                               num_decodes=num_decodes)
   results = {}
   for step, state_dir in checkpoint_dirs(restore_checkpoint_cfg):
     params = checkpoints.load_params(state_dir, template.abstract_params())

@@ -26,11 +26,14 @@ def infer(*,
           restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
           partitioner: partitioning.Partitioner | None = None,
           output_dir: str = gin.REQUIRED,
-          num_examples: int | None = None) -> list[str]:
+          num_examples: int | None = None,
+          prompt_with_targets: bool = False,
+          num_decodes: int = 1) -> list[str]:
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
-  the reference target. Returns the files written.
+  the reference target. Returns the files written. `prompt_with_targets`
+  forces each example's targets as its decoder prompt (see eval_script.evaluate).
   """
   partitioner = partitioner or partitioning.Partitioner()
   data.import_tasks(dataset_cfg.module)
@@ -43,7 +46,8 @@ def infer(*,
   (_, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, template.abstract_params())
   runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size)
+                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets,
+                               num_decodes=num_decodes)
   converter = data.feature_converter(pack=False)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)

@@ -4,7 +4,7 @@ Inputs are `<prompt> <labelled fields>`, e.g.
 `Title + Abstract -> Fields of study Title: …; Abstract: …` laid out by the
 shared `crosstask.tasks.common.layout`; the target is the bare value: label name(s), a number as `f"{y:.4g}"`, or `yes`/`no` for a
 (query, candidate) pair of a proximity or search task. Pairs are ranked by
-log P(yes) − log P(no) (`crosstask.runtime.relevance_lib`) and scored with the
+log P(yes) − log P(no) (`crosstask.tasks.scirepeval.relevance_job`) and scored with the
 same trec_eval measures as embeddings. Pure Python.
 """
 

@@ -103,7 +103,7 @@ def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file
     metrics.update({prefix + k: v for k, v in
                     ranking.ir_metrics(qrels, run, ttask.spec.metrics).items()})
   results = {ttask.spec.name: metrics,
-             'scored_by': {'scorer': 'crosstask.runtime.relevance_lib (text-to-text: '
+             'scored_by': {'scorer': 'crosstask.tasks.scirepeval.relevance_job (text-to-text: '
                                      'log P(yes) - log P(no), reviewer = top-3 mean)',
                            'checkpoint': state_dir, 'pairs': len(needed)}}
   if jax.process_index() == 0:
@@ -175,7 +175,7 @@ def rank(*,
   run = ranking.scores_run([(p['query_id'], p['cand_id'], s) for p, s in zip(pairs, relevance)])
   metrics = ranking.ir_metrics(qrels, run, ttask.spec.metrics or ('map', 'ndcg'))
   results = {ttask.spec.name: metrics,
-             'scored_by': {'scorer': 'crosstask.runtime.relevance_lib (text-to-text: '
+             'scored_by': {'scorer': 'crosstask.tasks.scirepeval.relevance_job (text-to-text: '
                                      'log P(yes) - log P(no))', 'checkpoint': state_dir,
                            'pairs': len(pairs), 'queries': len(qrels)}}
   if jax.process_index() == 0:
