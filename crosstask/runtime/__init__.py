@@ -6,7 +6,9 @@
   partitioning  the ('data', 'model') mesh and logical-axis rules
   optimizers    Adafactor / AdamW and T5X's learning-rate schedules (optax)
   checkpoints   orbax save/restore, parameters-only loads, shape checks
-  data          SeqIO pipelines (DatasetConfig), resumable by batch count
+  input_state   the tf.data iterator position saved with each checkpoint
+  faults        SIGTERM, MODEL_DIR lock, writability, disk space, NaN/Inf errors
+  data          SeqIO pipelines (DatasetConfig), seeded and sharded per host
   inference     batched predict/score; evaluation: seqio.Evaluator + summaries
   embedding     batched, sharded encoder embeddings (the SciRepEval jobs behind
                 `python -m crosstask.embed|relevance` live in crosstask/tasks/scirepeval/)

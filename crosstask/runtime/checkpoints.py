@@ -13,6 +13,8 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from crosstask.runtime import input_state
+
 STEP_PREFIX = 'checkpoint'  # Step directories are named like T5X's: checkpoint_<step>.
 _TMP_MARKER = '.orbax-checkpoint-tmp'  # In the name of a save still being written.
 
@@ -52,21 +54,52 @@ def manager(directory: str, cfg: SaveCheckpointConfig | None = None,
       cleanup_tmp_directories=not read_only,
       enable_async_checkpointing=cfg.async_save)
   return ocp.CheckpointManager(os.path.abspath(directory), options=options,
-                               item_names=('state', 'data'))
+                               item_names=('state', 'data', input_state.ITEM))
 
 
-def save(mgr: ocp.CheckpointManager, step: int, state: Any, batches_consumed: int) -> None:
-  mgr.save(step, args=ocp.args.Composite(
+def save(mgr: ocp.CheckpointManager, step: int, state: Any, batches_consumed: int,
+         iterator: Any = None, **progress: int) -> None:
+  """Saves the state, the data position (JSON) and, if given, the input iterator.
+
+  Only arrays, JSON and tf.data's own checkpoint format are written: restoring
+  never unpickles anything.
+  """
+  items = dict(
       state=ocp.args.StandardSave(state),
-      data=ocp.args.JsonSave({'batches_consumed': int(batches_consumed), 'step': int(step)})))
+      data=ocp.args.JsonSave({'batches_consumed': int(batches_consumed), 'step': int(step),
+                              **{k: int(v) for k, v in progress.items()}}))
+  if iterator is not None:
+    items[input_state.ITEM] = input_state.IteratorSave(iterator)
+  mgr.save(step, args=ocp.args.Composite(**items))
 
 
 def restore(mgr: ocp.CheckpointManager, step: int, abstract_state: Any) -> tuple[Any, int]:
   """The train state at `step`, laid out like `abstract_state`, and its data position."""
+  state, progress = restore_with_progress(mgr, step, abstract_state)
+  return state, int(progress['batches_consumed'])
+
+
+def restore_with_progress(mgr: ocp.CheckpointManager, step: int, abstract_state: Any
+                          ) -> tuple[Any, dict[str, int]]:
+  """The train state at `step` and its JSON progress record (batches consumed, ...)."""
   check_shapes(state_item(mgr.directory, step), abstract_state)
   out = mgr.restore(step, args=ocp.args.Composite(
       state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore()))
-  return out.state, int(out.data['batches_consumed'])
+  if not isinstance(out.data, dict) or 'batches_consumed' not in out.data:
+    raise ValueError(f'Checkpoint {mgr.directory}/{STEP_PREFIX}_{step}/data holds no '
+                     f"'batches_consumed' record: {out.data!r:.200}")
+  return out.state, dict(out.data)
+
+
+def has_input_state(mgr: ocp.CheckpointManager, step: int) -> bool:
+  return os.path.isdir(os.path.join(str(mgr.directory), f'{STEP_PREFIX}_{step}',
+                                    input_state.ITEM))
+
+
+def restore_input(mgr: ocp.CheckpointManager, step: int, iterator: Any) -> None:
+  """Puts `iterator` (a fresh tf.data iterator of the same pipeline) at the saved position."""
+  mgr.restore(step, args=ocp.args.Composite(
+      **{input_state.ITEM: input_state.IteratorRestore(iterator)}))
 
 
 def state_item(directory: str, step: int) -> str:
@@ -144,8 +177,10 @@ def load_hf_params(path: str, abstract_params: Any) -> Any:
   from crosstask.models import hf_import
   _, params = hf_import.load_hf_checkpoint(path)
   _compare_shapes(_flat(params), _flat(abstract_params), path)
-  return jax.tree.map(lambda a, x: jax.device_put(np.asarray(x, a.dtype), a.sharding),
-                      abstract_params, params)
+  def place(a, x):  # Each host places its own shards (device_put cannot reach other hosts).
+    x = np.asarray(x, a.dtype)
+    return jax.make_array_from_callback(a.shape, a.sharding, lambda index: x[index])
+  return jax.tree.map(place, abstract_params, params)
 
 
 def load_params(path: str, abstract_params: Any) -> Any:

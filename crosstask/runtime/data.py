@@ -152,6 +152,11 @@ def numpy_batches(ds) -> Iterator[dict[str, np.ndarray]]:
     yield {k: np.asarray(v) for k, v in batch.items()}
 
 
+def to_numpy(batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
+  """A batch from a tf.data iterator (whose position can be checkpointed) as numpy."""
+  return {k: np.asarray(v) for k, v in batch.items()}
+
+
 def pad_batch(batch: Mapping[str, Any], size: int) -> tuple[dict[str, np.ndarray], int]:
   """Zero-pads the leading dimension to `size`; returns the real row count too."""
   n = len(next(iter(batch.values())))

@@ -186,3 +186,12 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> No
   except GinConfigError as e:
     print(f'ERROR: {e}', file=sys.stderr)
     raise SystemExit(2)
+  except Exception as e:  # pylint: disable=broad-except
+    from crosstask.runtime import faults  # What a run meets, said without a traceback.
+    if isinstance(e, faults.Preempted):
+      print(e, flush=True)
+      raise SystemExit(faults.PREEMPTED_EXIT_CODE)
+    if isinstance(e, faults.EXPECTED_FAULTS):
+      print(f'ERROR: {e}', file=sys.stderr)
+      raise SystemExit(1)
+    raise

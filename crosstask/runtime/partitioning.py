@@ -99,3 +99,17 @@ def initialize_distributed(enabled: bool = False, coordinator_address: str | Non
     jax.distributed.initialize(coordinator_address=coordinator_address,
                                num_processes=num_processes, process_id=process_id)
     _DISTRIBUTED.append(True)
+
+
+def wait_for_all_processes(name: str, timeout_s: int = 900) -> None:
+  """A barrier of the coordination service (not a collective), before the first collective.
+
+  CPU collectives (gloo) give up after 30 s when one process lags, e.g. still
+  compiling on a busy machine; this barrier waits as long as `timeout_s`.
+  """
+  if jax.process_count() == 1:
+    return
+  from jax._src import distributed  # The client that jax.distributed.initialize made.
+  client = getattr(distributed.global_state, 'client', None)
+  if client is not None:
+    client.wait_at_barrier(name, timeout_in_ms=timeout_s * 1000)

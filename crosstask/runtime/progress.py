@@ -38,14 +38,18 @@ class Progress:
     fetched = [{k: float(np.asarray(v)) for k, v in m.items()}
                for m in jax.device_get(self._pending)]
     self.last = fetched[-1]
+    # Skipped (non-finite) steps are counted, not averaged into the losses.
+    good = [m for m in fetched if not m.get('nonfinite')] or fetched
     sums: dict[str, float] = {}
-    for m in fetched:
+    for m in good:
       for k, v in m.items():
         sums[k] = sums.get(k, 0.0) + v
+    sums['nonfinite'] = sum(m.get('nonfinite', 0.0) for m in fetched)
     now = time.time()
     steps = step - self._step0
     dt = max(now - self._t, 1e-9)
-    avg = {k: v / len(fetched) for k, v in sums.items()}
+    avg = {k: v / len(good) for k, v in sums.items()}
+    avg['nonfinite'] = sums['nonfinite']  # A count of skipped steps, not a mean.
     sps = steps / dt
     tokens = sums.get('nonpadding_tokens', 0.0) / dt
     eta = (self.total - step) / sps if sps > 0 else float('nan')

@@ -1,18 +1,22 @@
 """`train(...)`: T5X's training loop, resumable to the step and to the batch.
 
-A restart restores the newest complete checkpoint (state and number of batches
-consumed), skips that many batches of the seeded pipeline, and folds the step into
-the dropout key, so a killed-and-resumed run matches an uninterrupted one.
+A restart restores the newest complete checkpoint: the state, and the input
+iterator's position saved with it (tf.data checkpointing; a pipeline that cannot
+save it skips the consumed batches of the seeded stream instead). The step is
+folded into the dropout key, so a killed-and-resumed run matches an
+uninterrupted one.
 """
 
 import os
 from typing import Any, Callable
 
+from absl import logging
 import gin
 import jax
+import numpy as np
 
-from crosstask.runtime import checkpoints, data, gin_utils, inference, optimizers
-from crosstask.runtime import partitioning, progress, trainer as trainer_lib
+from crosstask.runtime import checkpoints, data, faults, gin_utils, inference, input_state
+from crosstask.runtime import optimizers, partitioning, progress, trainer as trainer_lib
 
 
 def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetConfig,
@@ -63,25 +67,40 @@ def train(*,
 
   Mirrors t5x.train.train's arguments; `optimizer_fn` returns (optax transform,
   schedule) and is usually `optimizers.create_optimizer` configured in gin.
+  Faults (README "When a run fails"): SIGTERM checkpoints and raises
+  `faults.Preempted`; a NaN/Inf step raises `faults.NonFiniteLossError` unless
+  `trainer.Trainer.skip_nonfinite_batches`; a second trainer on `model_dir`,
+  an unwritable or nearly full `model_dir` fail before the first step.
   """
-  model_dir = os.path.abspath(model_dir)
-  os.makedirs(model_dir, exist_ok=True)
-  partitioner = partitioner or partitioning.Partitioner()
-  checkpoint_cfg = checkpoint_cfg or checkpoints.SaveCheckpointConfig()
-  writer = progress.writer(os.path.join(model_dir, 'train'))
-  summarize_config_fn(model_dir, writer, 0)
-
-  tx, schedule = optimizer_fn()
+  model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
   data.check_run_vocabulary(model, train_dataset_cfg)
+  with faults.ModelDirLock(model_dir), faults.PreemptionWatcher() as preemption:
+    return _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
+                  checkpoint_cfg or checkpoints.SaveCheckpointConfig(), restore_checkpoint_cfg,
+                  partitioner or partitioning.Partitioner(), optimizer_fn, model_dir,
+                  total_steps, eval_period, eval_steps, random_seed, num_microbatches,
+                  log_every, summarize_config_fn, preemption)
+
+
+def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
+           checkpoint_cfg, restore_checkpoint_cfg, partitioner, optimizer_fn, model_dir,
+           total_steps, eval_period, eval_steps, random_seed, num_microbatches, log_every,
+           summarize_config_fn, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
+  tx, schedule = optimizer_fn()
   trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
                                 data.model_input_shapes(train_dataset_cfg),
                                 num_microbatches=num_microbatches)
+  faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
+  writer = progress.writer(os.path.join(model_dir, 'train'))
+  summarize_config_fn(model_dir, writer, 0)
+  partitioning.wait_for_all_processes('crosstask_train_setup')
   mgr = checkpoints.manager(model_dir, checkpoint_cfg)
   latest = mgr.latest_step()
-  consumed = 0
+  consumed = skipped = 0
   if latest is not None:
-    state, consumed = checkpoints.restore(mgr, latest, trainer.abstract_state())
+    state, saved = checkpoints.restore_with_progress(mgr, latest, trainer.abstract_state())
+    consumed, skipped = saved['batches_consumed'], saved.get('skipped_nonfinite', 0)
     print(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at step '
           f'{latest} after {consumed} batches.', flush=True)
   elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
@@ -105,36 +124,143 @@ def train(*,
                                       train_eval_dataset_cfg, eval_steps)
     train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
 
-  ds = data.get_dataset(train_dataset_cfg, num_epochs=None, skip_batches=consumed)
-  batches = data.numpy_batches(ds)
-  # Placed once as the step expects it (replicated), not re-transferred every step.
-  rng = jax.device_put(jax.random.key(random_seed + 1), partitioner.replicated)
+  iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed)
+  partitioning.wait_for_all_processes('crosstask_train_loop')
+  saves_input = None  # Known once the iterator has produced a batch.
+  # Placed once as the step expects it (replicated), not re-transferred every step;
+  # made by a jitted call, since device_put cannot place onto other hosts' devices.
+  with partitioner.context():
+    rng = jax.jit(lambda: jax.random.key(random_seed + 1),
+                  out_shardings=partitioner.replicated)()
   report = progress.Progress(total_steps, start, writer, every=log_every)
-  step = start
-  while step < total_steps:
-    batch = partitioner.shard_batch(next(batches))
-    state, metrics = trainer.train_step(state, batch, rng)
-    step += 1
-    consumed += 1
-    report.update(step, metrics)
-    if step == start + 1:
-      gin_utils.write_operative_config(model_dir)
-    if step % checkpoint_cfg.period == 0 or step == total_steps:
-      checkpoints.save(mgr, step, state, consumed)
-    if eval_period and (step % eval_period == 0 or step == total_steps):
-      if train_eval is not None:
-        m = train_eval(state['params'])
-        train_eval_writer.write_scalars(step, {f'training_eval/{k}': v for k, v in m.items()})
-        train_eval_writer.flush()
-        print(f'step {step} training_eval ' + ' '.join(f'{k} {v:.4f}' for k, v in m.items()),
-              flush=True)
-      if infer_eval is not None and infer_eval.has_tasks:
-        res = infer_eval.evaluate(runner, state['params'], step)
-        print(f'step {step} inference_eval {res}', flush=True)
-  mgr.wait_until_finished()
-  mgr.close()
-  writer.close()
+  step = saved_step = start
+  pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).
+
+  def check_pending():
+    nonlocal pending, skipped
+    if pending is not None:
+      skipped += _check_finite(*pending, trainer, model, train_dataset_cfg, mgr, model_dir,
+                               skipped)
+      pending = None
+
+  def save(at: int):
+    nonlocal saved_step, saves_input
+    check_pending()  # Never save a step that was not checked.
+    if saves_input is None:
+      saves_input = _saves_input(train_dataset_cfg, iterator)
+    checkpoints.save(mgr, at, state, consumed, iterator if saves_input else None,
+                     skipped_nonfinite=skipped)
+    saved_step = at
+
+  try:
+    while step < total_steps:
+      batch = data.to_numpy(next(iterator))
+      state, metrics = trainer.train_step(state, partitioner.shard_batch(batch), rng)
+      step += 1
+      consumed += 1
+      check_pending()  # The previous step's, so the host stays one step ahead.
+      pending = (step, batch, metrics)
+      report.update(step, metrics)
+      if step == start + 1:
+        gin_utils.write_operative_config(model_dir)
+      if step % checkpoint_cfg.period == 0 or step == total_steps:
+        save(step)
+      if step < total_steps and preemption.reached(step):
+        if saved_step != step:
+          save(step)
+        mgr.wait_until_finished()
+        raise faults.Preempted(
+            f'Preempted (SIGTERM) at step {step}: saved {model_dir}/'
+            f'{checkpoints.STEP_PREFIX}_{step}. Rerun the same command to continue.')
+      if eval_period and (step % eval_period == 0 or step == total_steps):
+        check_pending()
+        if train_eval is not None:
+          m = train_eval(state['params'])
+          train_eval_writer.write_scalars(step, {f'training_eval/{k}': v for k, v in m.items()})
+          train_eval_writer.flush()
+          print(f'step {step} training_eval ' + ' '.join(f'{k} {v:.4f}' for k, v in m.items()),
+                flush=True)
+        if infer_eval is not None and infer_eval.has_tasks:
+          res = infer_eval.evaluate(runner, state['params'], step)
+          print(f'step {step} inference_eval {res}', flush=True)
+    check_pending()
+  finally:
+    mgr.wait_until_finished()  # Saves already started are good steps: let them finish.
+    mgr.close()
+    writer.close()
+  if skipped:
+    print(f'Skipped {skipped} batches with a non-finite loss.', flush=True)
   return step, report.last  # The final step is always a report step.
+
+
+def _input_stream(cfg: data.DatasetConfig, mgr, latest: int | None, consumed: int):
+  """An iterator over the train batches, at the resume position.
+
+  A checkpoint that holds the iterator state (a pipeline of TF ops) resumes from
+  it, re-reading nothing; otherwise the seeded stream is re-read and `consumed`
+  batches are skipped.
+  """
+  iterator = iter(data.get_dataset(cfg, num_epochs=None))
+  if latest is None:
+    return iterator
+  if checkpoints.has_input_state(mgr, latest):
+    try:
+      checkpoints.restore_input(mgr, latest, iterator)
+      print(f'Restored the input position of step {latest} (no batch re-read).', flush=True)
+      return iterator
+    except Exception as e:  # pylint: disable=broad-except  A changed pipeline, say.
+      logging.warning('Could not restore the input position of step %d (%s); skipping %d '
+                      'batches instead.', latest, e, consumed)
+  print(f'Skipping {consumed} consumed batches to reach the input position of step {latest}.',
+        flush=True)
+  return iter(data.get_dataset(cfg, num_epochs=None, skip_batches=consumed))
+
+
+def _saves_input(cfg: data.DatasetConfig, iterator) -> bool:
+  """Whether the iterator's state can be saved (probed once it has produced a batch)."""
+  reason = input_state.why_not_checkpointable(iterator)
+  if reason is not None:
+    logging.warning('The input pipeline of %r cannot save its position (%s); a restart will '
+                    're-read the batches it consumed to skip them.',
+                    cfg.mixture_or_task_name, reason)
+  return reason is None
+
+
+def _check_finite(step, batch, metrics, trainer, model, cfg, mgr, model_dir, skipped) -> int:
+  """1 if the step was non-finite and skipped; raises if it was and skipping is off."""
+  metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+  if not metrics.get('nonfinite'):
+    return 0
+  where = _describe_batch(batch, model, cfg)
+  message = faults.describe_nonfinite(step, metrics, where)
+  if trainer.skip_nonfinite_batches:
+    print(f'{message} Skipped (no update applied; {skipped + 1} so far).', flush=True)
+    return 1
+  dump = os.path.join(model_dir, f'nonfinite_batch_step_{step}-{jax.process_index()}.npz')
+  np.savez(dump, **batch)
+  mgr.wait_until_finished()
+  last = mgr.latest_step()
+  kept = (f'the last good checkpoint is {model_dir}/{checkpoints.STEP_PREFIX}_{last}'
+          if last is not None else 'no checkpoint was saved yet')
+  raise faults.NonFiniteLossError(
+      f'{message} Stopped: {kept} (nothing after it is saved); the batch is in {dump}. '
+      'To skip such batches instead, set --gin.SKIP_NONFINITE_BATCHES=True.')
+
+
+def _describe_batch(batch, model, cfg: data.DatasetConfig) -> str:
+  """The task (or mixture and its tasks) and the first example's input text."""
+  what = f"of '{cfg.mixture_or_task_name}'"
+  try:
+    task = data.get_mixture_or_task(cfg.mixture_or_task_name)
+    names = [t.name for t in getattr(task, 'tasks', [])]
+    if names:
+      what = f"of mixture '{task.name}' (tasks {', '.join(names)})"
+    tokens = [int(t) for t in batch['encoder_input_tokens'][0] if t > 0]
+    text = model.input_vocabulary.decode(tokens)
+    what += f', first input {text[:80]!r}'
+  except Exception:  # pylint: disable=broad-except  Naming the task is best effort.
+    pass
+  return what
 
 
 def check_initial_checkpoint(cfg: checkpoints.RestoreCheckpointConfig | None) -> None:

@@ -26,12 +26,20 @@ class Trainer:
                optimizer: optax.GradientTransformation,
                learning_rate_fn: Callable[[Any], Any],
                input_shapes: Mapping[str, tuple[int, ...]],
-               num_microbatches: int = 1):
+               num_microbatches: int = 1,
+               skip_nonfinite_batches: bool = False):
     self.model = model
+    # Either way a step whose loss, gradients or update are NaN/Inf changes
+    # nothing; the train loop then stops (default) or counts the skipped batch.
+    self.skip_nonfinite_batches = skip_nonfinite_batches
     self.partitioner = partitioner
     self.optimizer = optimizer
     self.learning_rate_fn = learning_rate_fn
     self.input_shapes = dict(input_shapes)
+    batch = next(iter(self.input_shapes.values()))[0]
+    if num_microbatches < 1 or batch % num_microbatches:
+      raise ValueError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
+                       f'split the batch of {batch} into equal microbatches.')
     self.num_microbatches = num_microbatches
     boxed = jax.eval_shape(self._boxed_params, jax.random.key(0))
     with partitioner.context():
@@ -110,6 +118,12 @@ class Trainer:
     metrics = dict(metrics)
     metrics['learning_rate'] = jnp.asarray(self.learning_rate_fn(state['step']), jnp.float32)
     metrics['grad_norm'] = optax.global_norm(grads)
+    finite = (jnp.isfinite(metrics['loss']) & jnp.isfinite(metrics['grad_norm'])
+              & jnp.isfinite(optax.global_norm(updates)))
+    # A non-finite step keeps the previous parameters and optimizer state.
+    params, opt_state = jax.tree.map(lambda new, old: jnp.where(finite, new, old),
+                                     (params, opt_state), (state['params'], state['opt_state']))
+    metrics['nonfinite'] = 1.0 - finite.astype(jnp.float32)
     return {'step': state['step'] + 1, 'params': params, 'opt_state': opt_state}, metrics
 
   def train_step(self, state: State, batch: Mapping[str, jax.Array], rng) -> tuple[State, dict]:

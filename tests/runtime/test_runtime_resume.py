@@ -1,6 +1,7 @@
-"""A run killed with SIGKILL and restarted ends where an uninterrupted run ends."""
+"""Runs stopped by SIGKILL or SIGTERM and restarted end where an uninterrupted run ends."""
 
 import os
+import re
 import signal
 import time
 
@@ -10,11 +11,11 @@ import orbax.checkpoint as ocp
 import pytest
 
 import runtime_subprocess as rs
+from crosstask.runtime import faults
 
 STEPS, PERIOD = 40, 5
 # Dropout on, so the resumed run must also replay the per-step dropout keys.
-FLAGS = (f'--gin.CHECKPOINT_PERIOD={PERIOD}', '--gin.EVAL_PERIOD=0', '--gin.DROPOUT_RATE=0.1',
-         '--gin.LOG_EVERY=1')
+FLAGS = ('--gin.EVAL_PERIOD=0', '--gin.DROPOUT_RATE=0.1', '--gin.LOG_EVERY=1')
 
 
 def _final(model_dir) -> dict:
@@ -22,30 +23,70 @@ def _final(model_dir) -> dict:
   return ocp.PyTreeCheckpointer().restore(path)
 
 
-@pytest.mark.slow
-def test_kill_and_resume_matches_uninterrupted(tmp_path):
-  clean, killed = tmp_path / 'clean', tmp_path / 'killed'
-  ref = rs.start(rs.train_cmd(clean, STEPS, *FLAGS), tmp_path / 'clean.log')
-  victim = rs.start(rs.train_cmd(killed, STEPS, *FLAGS), tmp_path / 'killed.log')
-  deadline = time.time() + 240
-  while not (killed / f'checkpoint_{PERIOD}').is_dir():
-    assert victim.poll() is None, (tmp_path / 'killed.log').read_text()[-3000:]
-    assert time.time() < deadline, 'no checkpoint appeared'
+def _wait_for(proc, log, done, what: str, timeout: float = 480):
+  deadline = time.time() + timeout
+  while not done():
+    assert proc.poll() is None, log.read_text()[-3000:]
+    assert time.time() < deadline, f'{what} never happened: ' + log.read_text()[-3000:]
     time.sleep(0.05)
+
+
+@pytest.fixture
+def procs():
+  """Started runs; any still alive when the test ends (it failed) are killed."""
+  started = []
+  yield started
+  for p in started:
+    if p.poll() is None:
+      p.kill()
+      p.wait()
+
+
+@pytest.mark.slow
+def test_killed_and_preempted_runs_resume_to_the_uninterrupted_result(tmp_path, procs):
+  clean, killed, preempted = tmp_path / 'clean', tmp_path / 'killed', tmp_path / 'preempted'
+  logs = {d: tmp_path / f'{d.name}.log' for d in (clean, killed, preempted)}
+  with_period = (f'--gin.CHECKPOINT_PERIOD={PERIOD}',) + FLAGS
+  # The preempted run saves only when told to stop (and at the end).
+  no_period = ('--gin.CHECKPOINT_PERIOD=1000',) + FLAGS
+  ref = rs.start(rs.train_cmd(clean, STEPS, *with_period), logs[clean])
+  victim = rs.start(rs.train_cmd(killed, STEPS, *with_period), logs[killed])
+  termed = rs.start(rs.train_cmd(preempted, STEPS, *no_period), logs[preempted])
+  procs.extend([ref, victim, termed])
+
+  _wait_for(termed, logs[preempted], lambda: f'step 6/{STEPS}' in logs[preempted].read_text(),
+            'step 6')
+  termed.send_signal(signal.SIGTERM)
+  assert termed.wait(timeout=300) == faults.PREEMPTED_EXIT_CODE, logs[preempted].read_text()
+  out = logs[preempted].read_text()
+  stopped = int(re.search(r'Preempted \(SIGTERM\) at step (\d+): saved', out).group(1))
+  assert 6 <= stopped < STEPS, 'SIGTERM came too late to test resuming'
+  assert [p.name for p in preempted.glob('checkpoint_*')] == [f'checkpoint_{stopped}']
+  assert 'Rerun the same command to continue' in out
+
+  _wait_for(victim, logs[killed], (killed / f'checkpoint_{PERIOD}').is_dir, 'a checkpoint')
   victim.send_signal(signal.SIGKILL)
   victim.wait()
   assert not (killed / f'checkpoint_{STEPS}').exists(), 'killed too late to test resuming'
-  resumed = rs.run(rs.train_cmd(killed, STEPS, *FLAGS), timeout=300)
-  assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-  assert 'Restored' in resumed.stdout and f'continuing at step' in resumed.stdout
-  assert ref.wait(timeout=300) == 0, (tmp_path / 'clean.log').read_text()[-3000:]
 
-  a, b = _final(clean), _final(killed)
-  assert int(a['step']) == int(b['step']) == STEPS
-  flat_a = jax.tree_util.tree_leaves_with_path(a['params'])
-  flat_b = dict(jax.tree_util.tree_leaves_with_path(b['params']))
-  for path, x in flat_a:
-    np.testing.assert_allclose(x, flat_b[path], rtol=0, atol=1e-6,
-                               err_msg=jax.tree_util.keystr(path))
-  jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-6),
-               a['opt_state'], b['opt_state'])
+  resumed = [rs.start(rs.train_cmd(d, STEPS, *flags), tmp_path / f'{d.name}.resumed.log')
+             for d, flags in ((killed, with_period), (preempted, no_period))]
+  procs.extend(resumed)
+  for d, proc in zip((killed, preempted), resumed):
+    log = tmp_path / f'{d.name}.resumed.log'
+    assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
+    text = log.read_text()
+    assert 'continuing at step' in text
+    assert 'Restored the input position' in text  # No batch re-read.
+    assert 'Taking over the stale lock' in text or d is preempted
+  assert ref.wait(timeout=600) == 0, logs[clean].read_text()[-3000:]
+
+  a = _final(clean)
+  for other in (_final(killed), _final(preempted)):
+    assert int(a['step']) == int(other['step']) == STEPS
+    flat_b = dict(jax.tree_util.tree_leaves_with_path(other['params']))
+    for path, x in jax.tree_util.tree_leaves_with_path(a['params']):
+      np.testing.assert_allclose(x, flat_b[path], rtol=0, atol=1e-6,
+                                 err_msg=jax.tree_util.keystr(path))
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-6),
+                 a['opt_state'], other['opt_state'])

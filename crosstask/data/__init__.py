@@ -1,0 +1,1 @@
+"""Benchmark data: the bundled samples (`sample/`) and `python -m crosstask.data fetch`."""

@@ -1,0 +1,149 @@
+"""Checkpoints are safe to restore: async saves cut by a kill are never restored, and
+restoring never unpickles anything (arrays, JSON and tf.data's format only)."""
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import jax
+import numpy as np
+import pytest
+import seqio
+
+import runtime_subprocess as rs
+from crosstask.models import config as config_lib
+from crosstask.models import model as model_lib
+from crosstask.models import network
+from crosstask.runtime import checkpoints, data, optimizers, partitioning, trainer as trainer_lib
+
+_ASYNC_KILLED = textwrap.dedent('''
+    import asyncio, sys
+    import jax.numpy as jnp
+    from orbax.checkpoint._src.path import atomicity
+    from crosstask.runtime import checkpoints
+    mgr = checkpoints.manager(sys.argv[1], checkpoints.SaveCheckpointConfig(async_save=True))
+    state = {'w': jnp.arange(4096.0), 'step': jnp.int32(1)}
+    checkpoints.save(mgr, 1, state, batches_consumed=1)
+    mgr.wait_until_finished()
+    async def never_commit(self, *a, **k):  # The rename that publishes step 2 never comes.
+        print('COMMITTING', flush=True)
+        await asyncio.sleep(3600)
+    atomicity.AtomicRenameTemporaryPath.finalize = never_commit
+    checkpoints.save(mgr, 2, {'w': jnp.ones(4096), 'step': jnp.int32(2)}, batches_consumed=2)
+    print('SAVE RETURNED', flush=True)  # Async: training would go on from here.
+    mgr.wait_until_finished()
+''')
+
+
+def test_async_save_killed_before_commit_is_never_restored(tmp_path):
+  model_dir = tmp_path / 'run'
+  proc = subprocess.Popen([sys.executable, '-c', _ASYNC_KILLED, str(model_dir)], cwd=rs.REPO,
+                          env=rs.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+  try:
+    seen = []
+    deadline = time.time() + 240
+    while 'COMMITTING' not in seen:  # Written completely, not yet published.
+      line = proc.stdout.readline()
+      assert line or proc.poll() is None, ''.join(seen)
+      assert time.time() < deadline, ''.join(seen)
+      seen.append(line.strip())
+    assert 'SAVE RETURNED' in seen  # The save was asynchronous.
+    proc.send_signal(signal.SIGKILL)
+  finally:
+    proc.kill()
+    proc.wait()
+  leftovers = [p.name for p in model_dir.iterdir() if 'orbax-checkpoint-tmp' in p.name]
+  assert leftovers and leftovers[0].startswith('checkpoint_2')
+  assert checkpoints.steps_in(str(model_dir)) == [1]
+  with pytest.raises(FileNotFoundError, match='interrupted'):  # Named directly, too.
+    checkpoints.resolve_state_dir(str(model_dir / leftovers[0]))
+  mgr = checkpoints.manager(str(model_dir))  # What a restarted run does.
+  try:
+    assert mgr.latest_step() == 1
+    abstract = {'w': jax.ShapeDtypeStruct((4096,), np.float32),
+                'step': jax.ShapeDtypeStruct((), np.int32)}
+    restored, consumed = checkpoints.restore(mgr, 1, abstract)
+    assert consumed == 1 and float(restored['w'][5]) == 5.0
+  finally:
+    mgr.close()
+  assert not (model_dir / leftovers[0]).exists()  # The restarted manager cleared it.
+
+
+def _trainer() -> trainer_lib.Trainer:
+  cfg = config_lib.TransformerConfig(
+      vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
+      num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
+  vocab = seqio.ByteVocabulary()
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+  shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+  return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes), cfg
+
+
+class _Payload:
+  """Unpickling this creates `marker`: proof that something unpickled it."""
+
+  def __init__(self, marker):
+    self.marker = str(marker)
+
+  def __reduce__(self):
+    return (open, (self.marker, 'w'))
+
+
+def test_restore_never_unpickles(tmp_path, monkeypatch):
+  import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
+  trainer, cfg = _trainer()
+  state = trainer.init_state(seed=0)
+  cfg_ds = data.DatasetConfig('runtime_copy', {'inputs': 16, 'targets': 16}, 'train', 8,
+                              shuffle=True, seed=0)
+  iterator = iter(data.get_dataset(cfg_ds))
+  next(iterator)
+  mgr = checkpoints.manager(str(tmp_path / 'run'))
+  checkpoints.save(mgr, 1, state, 1, iterator)
+  mgr.wait_until_finished()
+  mgr.close()
+  want_next = data.to_numpy(next(iterator))
+
+  # Pickle payloads planted where a careless loader might look.
+  marker = tmp_path / 'UNPICKLED'
+  step_dir = tmp_path / 'run' / 'checkpoint_1'
+  for where in (step_dir, step_dir / 'state', step_dir / 'data', step_dir / 'input'):
+    for name in ('checkpoint.pkl', 'state.pickle', 'data.pkl'):
+      (where / name).write_bytes(pickle.dumps(_Payload(marker)))
+  hf = tmp_path / 'hf'
+  from crosstask.models import hf_import
+  hf_import.save_hf_checkpoint(hf, cfg, jax.device_get(state['params']))
+  (hf / 'model.safetensors').unlink()
+  (hf / 'pytorch_model.bin').write_bytes(pickle.dumps(_Payload(marker)))
+
+  def refuse(*args, **kwargs):
+    raise AssertionError('restore called pickle')
+  for name in ('load', 'loads', 'Unpickler'):
+    monkeypatch.setattr(pickle, name, refuse)
+
+  mgr = checkpoints.manager(str(tmp_path / 'run'))
+  restored, consumed = checkpoints.restore(mgr, 1, trainer.abstract_state())
+  fresh = iter(data.get_dataset(cfg_ds))
+  checkpoints.restore_input(mgr, 1, fresh)
+  mgr.close()
+  params = checkpoints.load_params(str(step_dir), trainer.abstract_params())
+  monkeypatch.undo()  # torch.load(weights_only=True) unpickles with its own allow-list.
+  import torch
+  with pytest.raises(pickle.UnpicklingError, match='Weights only load failed'):
+    checkpoints.load_params(str(hf), trainer.abstract_params())
+  del torch
+
+  assert not marker.exists()
+  assert consumed == 1
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(restored), jax.device_get(state))
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(params),
+               jax.device_get(state['params']))
+  got_next = data.to_numpy(next(fresh))
+  for k in want_next:
+    np.testing.assert_array_equal(got_next[k], want_next[k])
+  assert os.listdir(tmp_path)  # The planted files are still there, unread.

@@ -1,0 +1,197 @@
+"""Faults met in-process: resume cost, NaN/Inf steps, a locked, unwritable or full MODEL_DIR.
+
+The runs are the tiny test model on the synthetic tasks of runtime_helpers, called
+through gin as `python -m crosstask.train` would call them.
+"""
+
+import json
+import os
+import shutil
+import socket
+import tempfile
+import subprocess
+
+import gin
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+import runtime_helpers as rh
+import runtime_subprocess as rs
+from crosstask.models import config as config_lib
+from crosstask.models import network
+from crosstask.runtime import checkpoints, faults, gin_utils, train_lib
+
+# The runs compile the same small programs; share them like the subprocess tests do.
+jax.config.update('jax_compilation_cache_dir',
+                  os.path.join(tempfile.gettempdir(), f'crosstask-runtime-jax-cache-{os.getuid()}'))
+jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)
+
+
+def _train(model_dir, steps: int, *bindings: str, task: str = 'runtime_counted', model=None):
+  gin.clear_config()
+  gin_utils.parse([rs.TINY, 'runs/finetune.gin'], [
+      f"MODEL_DIR='{model_dir}'", f'TRAIN_STEPS={steps}', f"MIXTURE_OR_TASK_NAME='{task}'",
+      "MIXTURE_OR_TASK_MODULE='runtime_helpers'", "TASK_FEATURE_LENGTHS={'inputs': 16, "
+      "'targets': 16}", 'BATCH_SIZE=8', 'EVAL_PERIOD=0', 'PACK=False', 'LOG_EVERY=1000',
+      'DROPOUT_RATE=0.0', *bindings])
+  try:
+    return train_lib.train(**({'model': model} if model is not None else {}))
+  finally:
+    gin.clear_config()
+
+
+def _params(model_dir, step: int) -> dict:
+  return ocp.PyTreeCheckpointer().restore(
+      os.path.join(model_dir, f'checkpoint_{step}', 'state'))['params']
+
+
+def _assert_same(a, b):
+  jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=0, atol=1e-6), a, b)
+
+
+def _restart_from(src, step: int, dst):
+  """A copy of model dir `src` as a run stopped at `step` would have left it."""
+  shutil.copytree(src, dst)
+  for later in dst.glob('checkpoint_*'):
+    if int(later.name.split('_')[1]) > step:
+      shutil.rmtree(later)
+  return dst
+
+
+def test_resume_reads_no_consumed_batch(tmp_path, capsys):
+  """Restart cost is flat in N: the iterator resumes, the source is not re-read."""
+  run = tmp_path / 'run'
+  _train(run, 20, 'CHECKPOINT_PERIOD=2')
+  pulled = {}
+  for n in (2, 18):
+    restarted = _restart_from(run, n, tmp_path / f'at{n}')
+    before = int(rh.PULLED.numpy())
+    _train(restarted, n + 2, 'CHECKPOINT_PERIOD=2')
+    pulled[n] = int(rh.PULLED.numpy()) - before
+    assert 'Restored the input position' in capsys.readouterr().out
+    # The resumed run is the uninterrupted one.
+    _assert_same(_params(restarted, n + 2), _params(run, n + 2))
+  # Both restarts pull only what their two new steps (and tf.data's read-ahead)
+  # need; re-reading 18 batches would pull 16 * 8 = 128 examples more.
+  assert abs(pulled[18] - pulled[2]) < 16, pulled
+  assert pulled[18] < 16 * 8, pulled
+
+
+def test_pipeline_that_cannot_save_its_position_skips_batches(tmp_path, capsys, caplog):
+  """A from_generator source has Python state: the run warns and re-reads to skip."""
+  run = tmp_path / 'gen'
+  _train(run, 4, 'CHECKPOINT_PERIOD=2', task='runtime_generator')
+  assert 'cannot save its position' in caplog.text and 'PyFunc is stateful' in caplog.text
+  assert not (run / 'checkpoint_2' / 'input').exists()
+  restarted = _restart_from(run, 2, tmp_path / 'at2')
+  before = rh.PULLED_PY[0]
+  _train(restarted, 4, 'CHECKPOINT_PERIOD=2', task='runtime_generator')
+  assert rh.PULLED_PY[0] - before >= 4 * 8  # Re-read 2 batches, then 2 new ones.
+  assert 'Skipping 2 consumed batches' in capsys.readouterr().out
+  _assert_same(_params(restarted, 4), _params(run, 4))
+
+
+def _poisoned_model():
+  cfg = config_lib.TransformerConfig(
+      vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
+      num_decoder_layers=1, activations=('gelu', 'linear'), logits_via_embedding=False,
+      dropout_rate=0.0, dtype='float32')
+  return rh.PoisonedModel(network.Transformer(cfg), rh.VOCAB, rh.VOCAB)
+
+
+# Unshuffled, example 40 lies in the sixth batch of 8: step 6 is non-finite.
+BAD_STEP = rh.POISON_INDEX // 8 + 1
+
+
+def test_nonfinite_loss_stops_naming_step_terms_and_task(tmp_path):
+  model_dir = tmp_path / 'nan'
+  with pytest.raises(faults.NonFiniteLossError) as e:
+    _train(model_dir, 12, 'CHECKPOINT_PERIOD=4', 'SHUFFLE=False', task='runtime_poisoned',
+           model=_poisoned_model())
+  msg = str(e.value)
+  assert f'Non-finite training step {BAD_STEP}: loss nan' in msg
+  assert 'cross_ent_loss' in msg and 'z_loss' in msg and 'grad_norm' in msg
+  assert "'runtime_poisoned'" in msg and "first input 'copy" in msg
+  assert 'checkpoint_4' in msg and 'SKIP_NONFINITE_BATCHES' in msg
+  # The last good checkpoint is kept and nothing after the bad step was saved.
+  assert checkpoints.steps_in(str(model_dir)) == [4]
+  assert np.isfinite(np.concatenate([np.ravel(x) for x in
+                                     jax.tree.leaves(_params(model_dir, 4))])).all()
+  dumped = np.load(model_dir / f'nonfinite_batch_step_{BAD_STEP}-0.npz')
+  assert (dumped['encoder_input_tokens'] == rh.POISON_ID).any()
+  assert not (model_dir / 'train-0.lock').exists()  # Released on the way out.
+
+
+def test_nonfinite_batches_skipped_when_asked(tmp_path, capsys):
+  model_dir = tmp_path / 'skip'
+  step, last = _train(model_dir, 8, 'CHECKPOINT_PERIOD=8', 'SHUFFLE=False',
+                      'SKIP_NONFINITE_BATCHES=True', task='runtime_poisoned',
+                      model=_poisoned_model())
+  assert step == 8 and np.isfinite(last['loss'])
+  out = capsys.readouterr().out
+  assert f'Non-finite training step {BAD_STEP}' in out and 'Skipped (no update applied' in out
+  meta = json.loads((model_dir / 'checkpoint_8' / 'data' / 'metadata').read_text())
+  assert meta['skipped_nonfinite'] == 1
+  params = _params(model_dir, 8)
+  assert np.isfinite(np.concatenate([np.ravel(x) for x in jax.tree.leaves(params)])).all()
+
+
+def test_nonfinite_step_applies_no_update():
+  """Inside the jitted step: parameters and optimizer state stay, the step advances."""
+  from crosstask.runtime import optimizers, partitioning, trainer as trainer_lib
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+  shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+  trainer = trainer_lib.Trainer(_poisoned_model(), partitioning.Partitioner(), tx, sched, shapes)
+  state = trainer.init_state(seed=0)
+  before = jax.device_get(state)
+  tokens = np.full((8, 16), 5, np.int32)
+  batch = {'encoder_input_tokens': tokens, 'decoder_input_tokens': tokens,
+           'decoder_target_tokens': tokens, 'decoder_loss_weights': np.ones((8, 16), np.float32)}
+  good, m_good = trainer.train_step(state, trainer.partitioner.shard_batch(batch), jax.random.key(0))
+  assert float(m_good['nonfinite']) == 0.0
+  assert not np.allclose(jax.device_get(good)['params']['encoder']['encoder_norm']['scale'],
+                         before['params']['encoder']['encoder_norm']['scale'])
+  tokens = tokens.copy()
+  tokens[3, 2] = rh.POISON_ID
+  batch['encoder_input_tokens'] = tokens
+  state = jax.device_put(before, trainer.state_shardings)
+  after, metrics = trainer.train_step(state, trainer.partitioner.shard_batch(batch),
+                                      jax.random.key(0))
+  assert float(metrics['nonfinite']) == 1.0 and np.isnan(float(metrics['loss']))
+  after = jax.device_get(after)
+  assert int(after['step']) == int(before['step']) + 1
+  jax.tree.map(np.testing.assert_array_equal, after['params'], before['params'])
+  jax.tree.map(np.testing.assert_array_equal, after['opt_state'], before['opt_state'])
+
+
+def test_second_trainer_on_a_model_dir_refuses(tmp_path):
+  model_dir = tmp_path / 'busy'
+  model_dir.mkdir()
+  (model_dir / 'config.gin').write_text('# the first run\n')
+  lock = model_dir / 'train-0.lock'
+  lock.write_text(json.dumps({'pid': os.getpid(), 'host': socket.gethostname(), 'started': 0}))
+  with pytest.raises(faults.ModelDirLockedError,
+                     match=rf'in use by another trainer \(pid {os.getpid()} on host'):
+    _train(model_dir, 2)
+  assert (model_dir / 'config.gin').read_text() == '# the first run\n'  # Untouched.
+  assert lock.exists()
+  # A lock left by a dead process (kill -9) is taken over.
+  dead = subprocess.Popen(['true'])
+  dead.wait()
+  lock.write_text(json.dumps({'pid': dead.pid, 'host': socket.gethostname(), 'started': 0}))
+  assert _train(model_dir, 2, 'CHECKPOINT_PERIOD=2')[0] == 2
+  assert checkpoints.steps_in(str(model_dir)) == [2] and not lock.exists()
+
+
+def test_unwritable_or_full_model_dir_fails_before_training(tmp_path, monkeypatch):
+  blocker = tmp_path / 'a_file'
+  blocker.write_text('')
+  with pytest.raises(faults.ModelDirError, match=rf'MODEL_DIR {blocker}/run is not a writable directory'):
+    _train(blocker / 'run', 2)
+  monkeypatch.setattr(faults, 'free_bytes', lambda path: 4096)
+  with pytest.raises(faults.DiskSpaceError, match=r'has 0\.0 MiB free, but one checkpoint'):
+    _train(tmp_path / 'full', 2, 'CHECKPOINT_PERIOD=1')
+  assert not list((tmp_path / 'full').glob('checkpoint_*'))
+  assert not (tmp_path / 'full' / 'train-0.lock').exists()

@@ -1,0 +1,119 @@
+"""Two processes x four CPU devices train exactly like one process with eight devices,
+through a checkpoint save and a restart (jax.distributed; CPU collectives through gloo,
+the default of jax_cpu_collectives_implementation in jax 0.10).
+
+Unshuffled and unpacked, the two hosts' shards of a batch are the one-host batch's
+rows in another order; losses are sums over rows, so they agree to float rounding.
+"""
+
+import os
+import re
+import socket
+import subprocess
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+import runtime_subprocess as rs
+
+STEPS = 6
+FLAGS = ("--gin.MIXTURE_OR_TASK_NAME='runtime_copy'", '--gin.SHUFFLE=False', '--gin.PACK=False',
+         '--gin.EVAL_PERIOD=0', '--gin.DROPOUT_RATE=0.0', '--gin.LOG_EVERY=1',
+         '--gin.CHECKPOINT_PERIOD=3')
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(('localhost', 0))
+    return s.getsockname()[1]
+
+
+def _start(model_dir, steps, log, process: tuple[int, int]):
+  env = rs.env()
+  env['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'
+  cmd = rs.train_cmd(model_dir, steps, *FLAGS)
+  pid, port = process
+  cmd += ['--gin.MULTIHOST=True',
+          f"--gin.partitioning.initialize_distributed.coordinator_address='localhost:{port}'",
+          '--gin.partitioning.initialize_distributed.num_processes=2',
+          f'--gin.partitioning.initialize_distributed.process_id={pid}']
+  return subprocess.Popen(cmd, cwd=rs.REPO, env=env, stdout=open(log, 'w'),
+                          stderr=subprocess.STDOUT)
+
+
+def _numpy_restore(path: str) -> dict:
+  """A checkpoint as numpy arrays, whatever device layout (here 2 x 4) saved it."""
+  ckptr = ocp.PyTreeCheckpointer()
+  meta = ckptr.metadata(path)
+  meta = getattr(meta, 'item_metadata', meta)
+  meta = getattr(meta, 'tree', meta)
+  args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), meta)
+  return ckptr.restore(path, args=ocp.args.PyTreeRestore(restore_args=args))
+
+
+def _losses(log) -> dict[int, float]:
+  return {int(s): float(l) for s, l in
+          re.findall(r'^step (\d+)/\d+  loss ([\d.]+)', log.read_text(), re.M)}
+
+
+def _two_processes(model_dir, steps, tmp_path, tag):
+  port = _free_port()
+  logs = [tmp_path / f'{tag}-{i}.log' for i in range(2)]
+  procs = [_start(model_dir, steps, logs[i], (i, port)) for i in range(2)]
+  return procs, logs
+
+
+def _one_process_reference(model_dir, capsys) -> dict[int, float]:
+  """The same run in this (8-device) test process, after the others: no CPU contention."""
+  import gin
+  from crosstask.runtime import gin_utils, train_lib
+  flags = [f[len('--gin.'):] for f in FLAGS] + [
+      f"MODEL_DIR='{model_dir}'", f'TRAIN_STEPS={STEPS}', 'BATCH_SIZE=8',
+      "MIXTURE_OR_TASK_MODULE='runtime_helpers'",
+      "TASK_FEATURE_LENGTHS={'inputs': 16, 'targets': 16}"]
+  gin.clear_config()
+  capsys.readouterr()
+  try:
+    gin_utils.parse([rs.TINY, 'runs/finetune.gin'], flags)
+    train_lib.train()
+  finally:
+    gin.clear_config()
+  return {int(s): float(l) for s, l in
+          re.findall(r'^step (\d+)/\d+  loss ([\d.]+)', capsys.readouterr().out, re.M)}
+
+
+@pytest.mark.slow
+def test_two_processes_match_one_including_restart(tmp_path, capsys):
+  one, two = tmp_path / 'one', tmp_path / 'two'
+  procs = []
+  try:
+    first, first_logs = _two_processes(two, STEPS // 2, tmp_path, 'first')
+    procs += first
+    for p, log in zip(first, first_logs):
+      assert p.wait(timeout=600) == 0, log.read_text()[-3000:]
+    assert (two / 'checkpoint_3' / 'input' / 'ds-1-of-2.index').is_file()
+    second, second_logs = _two_processes(two, STEPS, tmp_path, 'second')
+    procs += second
+    for p, log in zip(second, second_logs):
+      assert p.wait(timeout=600) == 0, log.read_text()[-3000:]
+  finally:
+    for p in procs:  # A failed process of a pair waits for its peer forever.
+      if p.poll() is None:
+        p.kill()
+        p.wait()
+  restarted = second_logs[0].read_text()
+  assert 'continuing at step 3' in restarted and 'Restored the input position' in restarted
+
+  got = {**_losses(first_logs[0]), **_losses(second_logs[0])}
+  want = _one_process_reference(one, capsys)
+  assert sorted(got) == sorted(want) == list(range(1, STEPS + 1))
+  for step in want:
+    assert got[step] == pytest.approx(want[step], rel=1e-4), (step, got, want)
+  a = _numpy_restore(os.path.join(one, f'checkpoint_{STEPS}', 'state'))
+  b = _numpy_restore(os.path.join(two, f'checkpoint_{STEPS}', 'state'))
+  flat_b = dict(jax.tree_util.tree_leaves_with_path(b['params']))
+  for path, x in jax.tree_util.tree_leaves_with_path(a['params']):
+    np.testing.assert_allclose(x, flat_b[path], rtol=1e-4, atol=1e-5,
+                               err_msg=jax.tree_util.keystr(path))

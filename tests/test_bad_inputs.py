@@ -1,0 +1,476 @@
+"""Bad input across the project: each case must fail with a clear error that names
+where (file and line, record, field, flag or tensor), and lose nothing already written.
+
+One table, `CASES`. A case is `BadInput(id, trigger, error, match)`: `trigger` is a
+zero-argument callable that must raise `error` with `match` (a regex) in its message.
+Files a case writes through `keep(path, data)` must still hold the same bytes
+afterwards; an optional `intact` callable checks more (a checkpoint still restores).
+Other benchmarks' reader cases append plain tuples with `add_cases(...)`.
+"""
+
+import json
+import os
+import pathlib
+import re
+import socket
+import tempfile
+from typing import Any, Callable, Iterable, NamedTuple
+
+import numpy as np
+import pytest
+
+
+class BadInput(NamedTuple):
+  id: str
+  trigger: Callable[[], Any]
+  error: type[BaseException]
+  match: str
+  intact: Callable[[], None] | None = None
+
+
+CASES: list[BadInput] = []
+_KEPT: dict[pathlib.Path, bytes] = {}
+_ROOT = pathlib.Path(tempfile.mkdtemp(prefix='crosstask-bad-inputs-'))
+
+
+def add_cases(cases: Iterable[tuple]) -> None:
+  """Appends cases given as (id, trigger, error, match[, intact]) tuples."""
+  for case in cases:
+    CASES.append(BadInput(*case))
+
+
+def case(id_: str, error: type[BaseException], match: str,
+         intact: Callable[[], None] | None = None):
+  """Decorator form: the decorated zero-argument function is the trigger."""
+  def register(fn):
+    CASES.append(BadInput(id_, fn, error, match, intact))
+    return fn
+  return register
+
+
+def scratch(name: str) -> pathlib.Path:
+  path = _ROOT / name
+  path.mkdir(parents=True, exist_ok=True)
+  return path
+
+
+def keep(path: pathlib.Path, data: bytes | str) -> pathlib.Path:
+  """Writes `data` to `path` and records it: the test checks it is unchanged after."""
+  path.parent.mkdir(parents=True, exist_ok=True)
+  raw = data.encode() if isinstance(data, str) else data
+  path.write_bytes(raw)
+  _KEPT[path] = raw
+  return path
+
+
+# ---------------------------------------------------------------- CSL readers
+
+def _csl_root(name: str, rows: dict[str, str] | None = None) -> pathlib.Path:
+  """A data root with the four CSL benchmark dev files (two good papers each)."""
+  root = scratch(name)
+  good = {
+      'ts': 'to title\t摘要一\t标题一\nto title\t摘要二\t标题二\n',
+      'kg': 'to keywords\t摘要一 标题一\t词_语\nto keywords\t摘要二 标题二\t甲_乙\n',
+      'cls_ctg': 'to category\t标题一\t工学\nto category\t标题二\t理学\n',
+      'cls_dcp': 'to discipline\t摘要一\t计算机\nto discipline\t摘要二\t数学\n',
+  }
+  good.update(rows or {})
+  for task, text in good.items():
+    keep(root / 'csl' / 'benchmark' / task / 'dev.tsv', text.encode() if isinstance(text, str)
+         else text)
+  return root
+
+
+def _read_csl(root, split='dev', **kw):
+  from crosstask.tasks.csl import readers
+  return list(readers.read_records(split, root, **kw))
+
+
+add_cases([
+    ('csl-wrong-columns', lambda: _read_csl(_csl_root('c1', {'ts': 'to title\t摘要一\n'})),
+     ValueError, r'c1/csl/benchmark/ts/dev\.tsv:1: .*expected 3 .*columns, got 2'),
+    ('csl-bad-utf8', lambda: _read_csl(_csl_root('c2', {'kg': b'to keywords\t\xff\xfe\tx\n'})),
+     ValueError, r'c2/csl/benchmark/kg/dev\.tsv:1: .*UTF-8'),
+    ('csl-empty-field', lambda: _read_csl(_csl_root(
+        'c3', {'cls_ctg': 'to category\t标题一\t \nto category\t标题二\t理学\n'})),
+     ValueError, r'c3/csl/benchmark/cls_ctg/dev\.tsv:1: .*empty'),
+    ('csl-join-title-out-of-step', lambda: _read_csl(_csl_root(
+        'c4', {'cls_ctg': 'to category\t标题二\t工学\nto category\t标题一\t理学\n'})),
+     ValueError, r'join out of step: title .*cls_ctg/dev\.tsv:1'),
+    ('csl-join-abstract-out-of-step', lambda: _read_csl(_csl_root(
+        'c5', {'cls_dcp': 'to discipline\t摘要二\t计算机\nto discipline\t摘要一\t数学\n'})),
+     ValueError, r'join out of step: abstract .*ts/dev\.tsv:1'),
+    ('csl-row-counts-differ', lambda: _read_csl(_csl_root(
+        'c6', {'kg': 'to keywords\t摘要一 标题一\t词_语\n'})),
+     ValueError, r'different row counts: .*kg/dev\.tsv=1'),
+    ('csl-missing-split', lambda: _read_csl(_csl_root('c7'), split='train'),
+     FileNotFoundError, r"split 'train' needs all four .*c7/csl/benchmark/ts/train\.tsv"),
+    ('csl-missing-full-file', lambda: _read_csl(_csl_root('c8'), split='full'),
+     FileNotFoundError, r'c8/csl/csl_camera_readly\.tsv'),
+    ('csl-bad-on-bad-row', lambda: _read_csl(_csl_root('c9'), on_bad_row='ignore'),
+     ValueError, r"on_bad_row.*'ignore'"),
+    ('csl-empty-data-root', lambda: _read_csl(scratch('c10')),
+     FileNotFoundError, r'c10/csl/benchmark/ts/dev\.tsv'),
+])
+
+
+# ------------------------------------------------------- shared reader layer
+
+def _common(fn_name: str, name: str, text: bytes, **kw):
+  from crosstask.tasks.common import readers
+  path = keep(scratch('common') / name, text)
+  fn = getattr(readers, fn_name)
+  out = fn(path, **kw)
+  return out if fn_name == 'read_json' else list(out)
+
+
+add_cases([
+    ('jsonl-bad-json', lambda: _common('read_jsonl', 'a.jsonl', b'{"a": 1}\n{"a": \n'),
+     ValueError, r'common/a\.jsonl:2'),
+    ('jsonl-not-an-object', lambda: _common('read_jsonl', 'b.jsonl', b'{"a": 1}\n[1, 2]\n'),
+     ValueError, r'common/b\.jsonl:2'),
+    ('jsonl-bad-utf8', lambda: _common('read_jsonl', 'c.jsonl', b'{"a": "\xff"}\n'),
+     ValueError, r'common/c\.jsonl:1.*UTF-8'),
+    ('json-syntax-error', lambda: _common('read_json', 'd.json', b'{\n  "a": [1,\n}\n'),
+     ValueError, r'common/d\.json:3'),
+    ('tsv-wrong-columns', lambda: _common('read_tsv', 'e.tsv', b'a\tb\na\n', ncols=2),
+     ValueError, r'common/e\.tsv:2'),
+    ('squad-missing-field', lambda: _common(
+        'read_squad', 'f.json', json.dumps({'data': [{'title': 't', 'paragraphs': [
+            {'context': 'c', 'qas': [{'id': 'q1', 'answers': []}]}]}]}).encode()),
+     ValueError, r"common/f\.json.*question"),
+])
+
+
+@case('record-missing-field', ValueError, r"data\.jsonl:7.*'label'")
+def _missing_field():
+  from crosstask.tasks.common import readers
+  readers.require({'text': 'x'}, ['text', 'label'], 'data.jsonl:7')
+
+
+# ---------------------------------------------------------- gin and CLI flags
+
+def _gin_parse(files, bindings=()):
+  import gin
+  from crosstask.runtime import gin_utils
+  gin.clear_config()
+  try:
+    gin_utils.parse(files, list(bindings))
+  finally:
+    gin.clear_config()
+
+
+TINY = str(pathlib.Path(__file__).resolve().parent / 'runtime_configs' / 'tiny_model.gin')
+_RUN = ["MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='x'",
+        "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"]
+
+
+def _gin_from_text(name: str, text: str, bindings=()):
+  from crosstask.runtime import gin_utils
+  path = keep(scratch('gin') / name, text)
+  _gin_parse([TINY, str(path)], bindings)
+
+
+def _run_main(argv):
+  from crosstask.runtime import gin_utils
+  gin_utils.run_main(lambda: None, argv, what='test')
+
+
+add_cases([
+    ('gin-unknown-configurable',
+     lambda: _gin_from_text('a.gin', 'MODEL = None\nno_such.Configurable.x = 1\n'),
+     Exception, r'gin/a\.gin.*no_such'),
+    ('gin-unknown-parameter',
+     lambda: _gin_from_text('b.gin', "train_script.train.total_step = 3\n"),
+     Exception, r'gin/b\.gin.*total_step'),
+    ('gin-bad-syntax', lambda: _gin_from_text('c.gin', 'TRAIN_STEPS = (\n'),
+     Exception, r'gin/c\.gin'),
+    ('gin-undefined-macro', lambda: _gin_from_text(
+        'd.gin', "include 'runs/finetune.gin'\ntrain_script.train.total_steps = %NO_SUCH\n",
+        _RUN), Exception, r'NO_SUCH'),
+    ('gin-missing-file', lambda: _gin_parse(['runs/no_such.gin']),
+     Exception, r"Gin file 'runs/no_such\.gin' not found"),
+    ('gin-required-macro-unset', lambda: _gin_parse([TINY, 'runs/finetune.gin'], _RUN[1:]),
+     Exception, r'MODEL_DIR.*--gin\.NAME=VALUE'),
+    ('gin-bad-binding', lambda: _gin_parse([TINY, 'runs/finetune.gin'],
+                                           _RUN + ['train_script.train.nope=1']),
+     Exception, r'--gin\.train_script\.train\.nope=1'),
+    ('gin-binding-syntax', lambda: _gin_parse([TINY, 'runs/finetune.gin'], _RUN + ['TRAIN_STEPS=(']),
+     Exception, r'--gin\.TRAIN_STEPS=\('),
+    ('flag-unknown', lambda: _run_main(['--gin_file=x.gin', '--learning_rate=3']),
+     SystemExit, r'Unknown flags: --learning_rate'),
+    ('flag-positional', lambda: _run_main(['train.gin']),
+     SystemExit, r"Unexpected argument 'train\.gin'"),
+    ('flag-missing-value', lambda: _run_main(['--gin_file']),
+     SystemExit, r'Flag --gin_file needs a value'),
+])
+
+
+# ---------------------------------------------------- tasks, splits, vocabulary
+
+def _runtime_tasks():
+  import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
+  from crosstask.runtime import data
+  return data
+
+
+def _vocab_too_big():
+  from crosstask.models import config as config_lib, model as model_lib, network
+  import seqio
+  cfg = config_lib.TransformerConfig(vocab_size=128, d_model=8, d_ff=8, num_heads=1, d_kv=8,
+                                     num_encoder_layers=1, num_decoder_layers=1)
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
+                                        seqio.ByteVocabulary())
+  _runtime_tasks().check_vocabulary_fits(model)
+
+
+add_cases([
+    ('unknown-task', lambda: _runtime_tasks().get_mixture_or_task('runtime_cpy'),
+     ValueError, r"No SeqIO task or mixture named 'runtime_cpy'.*Did you mean: runtime_copy"),
+    ('unknown-split', lambda: _runtime_tasks().check_split(
+        _runtime_tasks().get_mixture_or_task('runtime_copy_reverse'), 'test'),
+     ValueError, r"Task 'runtime_copy' has no split 'test'"),
+    ('unknown-task-module', lambda: _runtime_tasks().import_tasks('crosstask.tasks.nope'),
+     ModuleNotFoundError, r"crosstask\.tasks\.nope"),
+    ('vocab-bigger-than-embedding', _vocab_too_big,
+     ValueError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
+])
+
+
+# --------------------------------------------------------------- checkpoints
+
+_SAVED: dict[str, Any] = {}
+
+
+def _saved():
+  """A model dir with checkpoint_1 of the tiny model (built once)."""
+  if not _SAVED:
+    import jax
+    import seqio
+    from crosstask.models import config as config_lib, model as model_lib, network
+    from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as trainer_lib
+
+    def make(d_model):
+      cfg = config_lib.TransformerConfig(
+          vocab_size=264, d_model=d_model, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
+          num_decoder_layers=1, activations=('gelu', 'linear'), dtype='float32')
+      model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
+                                            seqio.ByteVocabulary())
+      tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+      shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+      return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes), cfg
+    trainer, cfg = make(32)
+    state = trainer.init_state(0)
+    model_dir = scratch('ckpt')
+    mgr = checkpoints.manager(str(model_dir))
+    checkpoints.save(mgr, 1, state, 1)
+    mgr.wait_until_finished()
+    mgr.close()
+    _SAVED.update(dir=model_dir, trainer=trainer, cfg=cfg, wide=make(64)[0],
+                  params=jax.device_get(state['params']))
+  return _SAVED
+
+
+def _checkpoint_still_restores():
+  import jax
+  from crosstask.runtime import checkpoints
+  s = _saved()
+  params = checkpoints.load_params(str(s['dir']), s['trainer'].abstract_params())
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(params), s['params'])
+
+
+def _load(path_fn, which='trainer'):
+  from crosstask.runtime import checkpoints
+  s = _saved()
+  return checkpoints.load_params(str(path_fn(s)), s[which].abstract_params())
+
+
+def _restore_full_wrong_shape():
+  from crosstask.runtime import checkpoints
+  s = _saved()
+  mgr = checkpoints.manager(str(s['dir']), read_only=True)
+  try:
+    checkpoints.restore(mgr, 1, s['wide'].abstract_state())
+  finally:
+    mgr.close()
+
+
+def _hf_folder(name: str, edit: Callable[[dict, dict], None]) -> pathlib.Path:
+  """An HF export of the saved params, with config and tensors edited by `edit`."""
+  import safetensors.numpy
+  from crosstask.models import hf_import
+  s = _saved()
+  folder = scratch(name)
+  config = hf_import.hf_config_from(s['cfg'])
+  tensors = hf_import.hf_tensors_from_params(s['cfg'], s['params'])
+  edit(config, tensors)
+  (folder / 'config.json').write_text(json.dumps(config))
+  safetensors.numpy.save_file(tensors, str(folder / 'model.safetensors'))
+  return folder
+
+
+def _hf_load(name, edit):
+  from crosstask.models import hf_import
+  return hf_import.load_hf_checkpoint(_hf_folder(name, edit))
+
+
+def _bad_progress_record():
+  from crosstask.runtime import checkpoints
+  import shutil
+  s = _saved()
+  copy = _ROOT / 'ckpt_bad_data'
+  if not copy.exists():
+    shutil.copytree(s['dir'], copy)
+  (copy / 'checkpoint_1' / 'data' / 'metadata').write_text('{"step": 1}')
+  mgr = checkpoints.manager(str(copy), read_only=True)
+  try:
+    checkpoints.restore_with_progress(mgr, 1, s['trainer'].abstract_state())
+  finally:
+    mgr.close()
+
+
+add_cases([
+    ('orbax-params-wrong-shape', lambda: _load(lambda s: s['dir'], 'wide'),
+     ValueError, r"ckpt/checkpoint_1/state: parameter '[\w/]+' has shape \([\d, ]*32,?\), the "
+                 r'model expects \([\d, ]*64,?\)', _checkpoint_still_restores),
+    ('orbax-state-wrong-shape', _restore_full_wrong_shape,
+     ValueError, r"ckpt/checkpoint_1/state: parameter '[\w/]+' has shape", _checkpoint_still_restores),
+    ('orbax-path-missing', lambda: _load(lambda s: s['dir'] / 'checkpoint_9'),
+     FileNotFoundError, r'ckpt/checkpoint_9 does not exist'),
+    ('orbax-no-checkpoint-in-dir', lambda: _load(lambda s: scratch('empty_model_dir')),
+     FileNotFoundError, r'No complete checkpoint under .*empty_model_dir'),
+    ('orbax-interrupted-save', lambda: _load(
+        lambda s: scratch('ckpt2/checkpoint_3.orbax-checkpoint-tmp-1')),
+     FileNotFoundError, r'checkpoint_3\.orbax-checkpoint-tmp-1 is an interrupted'),
+    ('orbax-progress-record-missing', _bad_progress_record,
+     ValueError, r"checkpoint_1/data holds no 'batches_consumed'"),
+    ('hf-config-lacks-field', lambda: _hf_load('hf1', lambda c, t: c.pop('d_kv')),
+     ValueError, r"config\.json lacks 'd_kv'"),
+    ('hf-bad-activation', lambda: _hf_load(
+        'hf2', lambda c, t: c.update(feed_forward_proj='gated-gelu-new')),
+     ValueError, r"feed_forward_proj='gated-gelu-new'"),
+    ('hf-tensor-wrong-shape', lambda: _hf_load(
+        'hf3', lambda c, t: t.update({'shared.weight': np.zeros((264, 16), np.float32)})),
+     ValueError, r"tensor 'shared\.weight' has shape \(264, 16\), expected \(264, 32\)"),
+    ('hf-tensor-missing', lambda: _hf_load(
+        'hf4', lambda c, t: t.pop('encoder.final_layer_norm.weight')),
+     ValueError, r"missing tensor 'encoder\.final_layer_norm\.weight'"),
+    ('hf-other-model-tensors', lambda: _hf_load(
+        'hf5', lambda c, t: t.update({'bert.pooler.dense.weight': np.zeros((2, 2), np.float32)})),
+     ValueError, r"unexpected tensors: \['bert\.pooler\.dense\.weight'\]"),
+    ('hf-folder-without-weights', lambda: __import__(
+        'crosstask.models.hf_import', fromlist=['x']).read_tensors(scratch('hf6')),
+     FileNotFoundError, r'hf6 has neither model\.safetensors nor pytorch_model\.bin'),
+    ('hf-into-wrong-model', lambda: _load(lambda s: _hf_folder('hf7', lambda c, t: None), 'wide'),
+     ValueError, r"hf7: parameter '.*' has shape"),
+])
+
+
+# ------------------------------------------------- metrics and model settings
+
+def _metric(name, targets, predictions):
+  import crosstask.eval as ev
+  return getattr(ev, name)(targets, predictions)
+
+
+add_cases([
+    ('metric-rouge-lengths', lambda: _metric('rouge', ['a b', 'c'], ['a b']),
+     ValueError, r'2 targets but 1 predictions'),
+    ('metric-bleu-lengths', lambda: _metric('bleu', ['a'], ['a', 'b']),
+     ValueError, r'1 targets but 2 predictions'),
+    ('metric-accuracy-lengths', lambda: _metric('accuracy', ['x', 'y'], ['x']),
+     ValueError, r'2 targets but 1 predictions'),
+    ('metric-keyword-f1-lengths', lambda: _metric('keyword_f1', [['a']], []),
+     ValueError, r'1 targets but 0 predictions'),
+    ('metric-empty-predictions', lambda: _metric('rouge', [], []),
+     ValueError, r'no examples to score'),
+    ('metric-prediction-not-text', lambda: _metric('rouge', ['a'], [None]),
+     TypeError, r'predictions\[0\] is NoneType'),
+])
+
+
+def _partitioner(n):
+  from crosstask.runtime import partitioning
+  return partitioning.Partitioner(num_partitions=n)
+
+
+def _microbatches():
+  from crosstask.runtime import trainer as trainer_lib
+  s = _saved()
+  t = s['trainer']
+  trainer_lib.Trainer(t.model, t.partitioner, t.optimizer, t.learning_rate_fn,
+                      t.input_shapes, num_microbatches=3)
+
+
+def _initial_checkpoint_cfg():
+  from crosstask.runtime import checkpoints, train_lib
+  train_lib.check_initial_checkpoint(
+      checkpoints.RestoreCheckpointConfig('/ckpt', params_only=False))
+
+
+add_cases([
+    ('partitions-do-not-divide-devices', lambda: _partitioner(3),
+     ValueError, r'num_partitions=3 must divide the number of devices \(8\)'),
+    ('microbatches-do-not-divide-batch', _microbatches,
+     ValueError, r'NUM_MICROBATCHES=3 .* batch of 8'),
+    ('initial-checkpoint-full-state', _initial_checkpoint_cfg,
+     ValueError, r"params_only=False for '/ckpt'"),
+    ('model-config-bad-field', lambda: __import__(
+        'crosstask.models.config', fromlist=['x']).TransformerConfig(
+            vocab_size=8, d_model=8, d_ff=8, num_heads=1, d_kv=8, num_encoder_layers=1,
+            num_decoder_layers=1, relative_attention_num_buckets=1),
+     ValueError, r'relative_attention_num_buckets'),
+])
+
+
+# -------------------------------------------------- run directory and data fetch
+
+def _locked():
+  from crosstask.runtime import faults
+  model_dir = scratch('locked')
+  keep(model_dir / 'train-0.lock', json.dumps({'pid': os.getpid(),
+                                                'host': socket.gethostname(), 'started': 0}))
+  faults.ModelDirLock(str(model_dir)).acquire()
+
+
+def _registry(name, row):
+  from crosstask.data import fetch
+  path = keep(scratch('registry') / name, '# header\n' + row + '\n')
+  return fetch.read_registry(path)
+
+
+add_cases([
+    ('model-dir-locked', _locked, RuntimeError, rf'in use by another trainer \(pid {os.getpid()}'),
+    ('model-dir-not-writable', lambda: __import__(
+        'crosstask.runtime.faults', fromlist=['x']).prepare_model_dir(
+            str(keep(scratch('nw') / 'file', 'x') / 'run')),
+     PermissionError, r'nw/file/run is not a writable directory'),
+    ('disk-nearly-full', lambda: __import__(
+        'crosstask.runtime.faults', fromlist=['x']).check_free_space(str(scratch('df')), 2**60),
+     OSError, r'df has .* MiB free, but one checkpoint of this model takes about'),
+    ('registry-wrong-columns', lambda: _registry('a.tsv', 'csl\tpath\turl'),
+     ValueError, r'registry/a\.tsv:2: expected 5 tab-separated columns'),
+    ('registry-bad-sha256', lambda: _registry('b.tsv', 'csl\tp\thttps://x\t3\tnothex'),
+     ValueError, r"registry/b\.tsv:2: field sha256 'nothex'"),
+    ('fetch-unknown-benchmark', lambda: __import__(
+        'crosstask.data.fetch', fromlist=['x']).fetch('cls', scratch('fetch')),
+     ValueError, r"Unknown benchmark 'cls'; known: citesum, clue, csl"),
+])
+
+
+@pytest.mark.parametrize('bad', CASES, ids=[c.id for c in CASES])
+def test_bad_input_fails_clearly_and_keeps_what_was_written(bad: BadInput):
+  with pytest.raises(bad.error) as raised:
+    bad.trigger()
+  text = str(raised.value) if not isinstance(raised.value, SystemExit) else str(
+      raised.value.code)
+  assert re.search(bad.match, text, re.S), text
+  for path, data in _KEPT.items():
+    assert path.read_bytes() == data, f'{path} changed'
+  if bad.intact is not None:
+    bad.intact()
+
+
+def test_there_are_at_least_forty_cases_with_unique_ids():
+  assert len(CASES) >= 40
+  assert len({c.id for c in CASES}) == len(CASES)
