@@ -458,6 +458,106 @@ add_cases([
 ])
 
 
+# ------------------------------------------------- benchmark readers (four issues)
+
+def _root_with(name: str, files: dict[str, bytes | str]) -> pathlib.Path:
+  """A data root holding `files` (relative path -> content), each kept unchanged."""
+  root = scratch(name)
+  for rel, data in files.items():
+    keep(root / rel, data)
+  return root
+
+
+def _citesum(name, files, split='train'):
+  from crosstask.tasks.citesum import readers
+  return list(readers.read_citesum(split, _root_with(name, files)))
+
+
+def _scitldr(name, files, split='validation'):
+  from crosstask.tasks.citesum import readers
+  return list(readers.read_scitldr(split, _root_with(name, files)))
+
+
+def _gigaword(name, files, split='test'):
+  from crosstask.tasks.citesum import readers
+  return list(readers.read_gigaword(split, _root_with(name, files)))
+
+
+def _clue(name, benchmark, task, split, files):
+  from crosstask.tasks.clue import readers
+  return readers.read_all(benchmark, task, split, root=_root_with(name, files))
+
+
+def _lot(name, task, split, files):
+  from crosstask.tasks.lot import readers
+  return list(readers.read_split(task, split, _root_with(name, files)))
+
+
+def _scirepeval(fn_name, name, text):
+  from crosstask.tasks.scirepeval import readers
+  return getattr(readers, fn_name)(keep(scratch('scirepeval') / name, text))
+
+
+_PAPER = '{"src": "We study x.", "tgt": "We study x .", "paper_id": "p1"}\n'
+_PAIR = '{"sentence1": "一", "sentence2": "二", "label": "1"}\n'
+_SENPOS = ('{"story": "甲。[MASK]乙。[MASK]丙。", "sentence": "丁。", "label": %s}\n')
+
+add_cases([
+    ('citesum-bad-json', lambda: _citesum('cs1', {'citesum/train.json': _PAPER + '{"src": \n'}),
+     ValueError, r'cs1/citesum/train\.json:2'),
+    ('citesum-missing-target', lambda: _citesum(
+        'cs2', {'citesum/train.json': _PAPER + '{"src": "a", "paper_id": "p2"}\n'}),
+     ValueError, r"cs2/citesum/train\.json:2.*'tgt'"),
+    ('citesum-missing-split', lambda: _citesum('cs3', {}, split='test'),
+     FileNotFoundError, r'cs3/citesum/test\.json'),
+    ('scitldr-missing-source', lambda: _scitldr(
+        'cs4', {'scitldr/SciTLDR-A/dev.jsonl':
+                '{"target": ["b"], "paper_id": "x", "title": "t"}\n'}),
+     ValueError, r"cs4/scitldr/SciTLDR-A/dev\.jsonl:1.*'source'"),
+    ('gigaword-line-counts-differ', lambda: _gigaword(
+        'cs5', {'gigaword/org_data/test.src.txt': 'a b\nc d\n',
+                'gigaword/org_data/test.tgt.txt': 'a\n'}),
+     ValueError, r'cs5/gigaword/org_data/test\.(src|tgt)\.txt'),
+    ('clue-afqmc-bad-json', lambda: _clue('cl1', 'clue', 'afqmc', 'validation',
+                                          {'clue/afqmc/dev.json': _PAIR + '{"sentence1": \n'}),
+     ValueError, r'cl1/clue/afqmc/dev\.json:2'),
+    ('clue-afqmc-unknown-label', lambda: _clue(
+        'cl2', 'clue', 'afqmc', 'validation',
+        {'clue/afqmc/dev.json': _PAIR.replace('"1"', '"7"')}),
+     ValueError, r"cl2/clue/afqmc/dev\.json:1.*'label'"),
+    ('clue-afqmc-missing-field', lambda: _clue(
+        'cl3', 'clue', 'afqmc', 'validation',
+        {'clue/afqmc/dev.json': '{"sentence1": "一", "label": "1"}\n'}),
+     ValueError, r"cl3/clue/afqmc/dev\.json:1.*'sentence2'"),
+    ('clue-missing-split', lambda: _clue('cl4', 'clue', 'afqmc', 'validation', {}),
+     FileNotFoundError, r"clue afqmc split 'validation' not found: .*cl4/clue/afqmc/dev\.json"),
+    ('fewclue-unknown-split', lambda: _clue('cl5', 'fewclue', 'eprstmt', 'train_9', {}),
+     ValueError, r"fewclue eprstmt has no split 'train_9'"),
+    ('lot-senpos-label-out-of-range', lambda: _lot(
+        'lt1', 'senpos', 'train', {'lot/senpos/train.jsonl': _SENPOS % 9}),
+     ValueError, r"lt1/lot/senpos/train\.jsonl:1.*label"),
+    ('lot-clozet-label-not-0-or-1', lambda: _lot(
+        'lt2', 'clozet', 'train', {'lot/clozet/train.jsonl':
+                                   '{"story": "甲。<mask>丙。", "plot0": "乙。", '
+                                   '"plot1": "丁。", "label": "2"}\n'}),
+     ValueError, r"lt2/lot/clozet/train\.jsonl:1.*label"),
+    ('lot-outgen-bad-json', lambda: _lot(
+        'lt3', 'outgen', 'validation', {'lot/outgen/val.jsonl': '{"title": "t", \n'}),
+     ValueError, r'lt3/lot/outgen/val\.jsonl:1'),
+    ('lot-unknown-task', lambda: _lot('lt4', 'clozed', 'train', {}),
+     ValueError, r"unknown LOT task 'clozed'"),
+    ('scirepeval-meta-bad-json', lambda: _scirepeval(
+        'read_meta', 'm1.jsonl', b'{"doc_id": "1", "title": "a"}\n{"doc_id": \n'),
+     ValueError, r'scirepeval/m1\.jsonl:2'),
+    ('scirepeval-meta-missing-id', lambda: _scirepeval(
+        'read_meta', 'm2.jsonl', b'{"doc_id": "1", "title": "a"}\n{"title": "b"}\n'),
+     ValueError, r'scirepeval/m2\.jsonl:2.*(doc_id|corpus_id)'),
+    ('scirepeval-ir-row-without-candidates', lambda: _scirepeval(
+        'read_ir_rows', 'ir.jsonl', b'{"query": "deep nets", "doc_id": "q1"}\n'),
+     ValueError, r'scirepeval/ir\.jsonl:1.*candidates'),
+])
+
+
 @pytest.mark.parametrize('bad', CASES, ids=[c.id for c in CASES])
 def test_bad_input_fails_clearly_and_keeps_what_was_written(bad: BadInput):
   with pytest.raises(bad.error) as raised:
