@@ -11,13 +11,13 @@ mean over the nine tasks of the k = 0..4 means (`eval.clue_scores`).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from crosstask.eval import clue_scores
 from crosstask.tasks.clue import paper
 from crosstask.tasks.clue import submissions
+from crosstask.tasks.common import readers as common_readers
 from crosstask.tasks.common import report as common_report
 
 SPLITS = ("0", "1", "2", "3", "4")
@@ -29,23 +29,21 @@ def collect(paths: Iterable[str | os.PathLike], metric: str = "accuracy"
   """{fewclue task: {k: score}} from metrics.jsonl files; the latest step wins."""
   latest: dict[tuple[str, str], tuple[int, float]] = {}
   for path in paths:
-    with open(path, encoding="utf-8") as f:
-      for lineno, line in enumerate(f, start=1):
-        if not line.strip():
-          continue
-        try:
-          row = json.loads(line)
-          name, step, value = row["task"], int(row["step"]), row["metrics"].get(metric)
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-          raise ValueError(f"{path}:{lineno}: not a crosstask metrics line ({e})") from None
-        try:
-          benchmark, task, k, _ = submissions.parse_task_name(name)
-        except ValueError:
-          continue
-        if benchmark != "fewclue" or k is None or value is None:
-          continue
-        if (task, k) not in latest or step >= latest[(task, k)][0]:
-          latest[(task, k)] = (step, float(value))
+    for row in common_readers.read_jsonl(path):
+      try:
+        name, step = row.value["task"], int(row.value["step"])
+        value = row.value["metrics"].get(metric)
+      except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise common_readers.DataError(
+            f"{row.where}: not a crosstask metrics line ({e!r})") from None
+      try:
+        benchmark, task, k, _ = submissions.parse_task_name(name)
+      except ValueError:
+        continue
+      if benchmark != "fewclue" or k is None or value is None:
+        continue
+      if (task, k) not in latest or step >= latest[(task, k)][0]:
+        latest[(task, k)] = (step, float(value))
   out: dict[str, dict[str, float]] = {}
   for (task, k), (_, value) in latest.items():
     out.setdefault(task, {})[k] = value

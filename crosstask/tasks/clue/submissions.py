@@ -27,6 +27,7 @@ from crosstask.eval import cmrc
 from crosstask.tasks.clue import examples as E
 from crosstask.tasks.clue import labels as L
 from crosstask.tasks.clue import readers as RD
+from crosstask.tasks.common import readers as R
 
 CLUE_NAMES = {
     "afqmc": "afqmc", "tnews": "tnews11", "iflytek": "iflytek", "cmnli": "cmnli",
@@ -62,18 +63,11 @@ def file_name(benchmark: str, task: str, split: str, k: str | None = None) -> st
 def read_predictions(path: str | os.PathLike) -> list[dict]:
   """The rows of a `crosstask.infer` file; errors name path:line."""
   rows = []
-  with open(path, encoding="utf-8") as f:
-    for lineno, line in enumerate(f, start=1):
-      if not line.strip():
-        continue
-      try:
-        row = json.loads(line)
-      except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{lineno}: invalid JSON: {e.msg}") from None
-      for key in ("prediction", "targets"):
-        if key not in row:
-          raise ValueError(f"{path}:{lineno}: infer row lacks {key!r}")
-      rows.append(row)
+  for row in R.read_jsonl(path):
+    for key in ("prediction", "targets"):
+      if key not in row.value:
+        raise R.DataError(f"{row.where}: infer row lacks {key!r}")
+    rows.append(row.value)
   return rows
 
 
