@@ -15,6 +15,7 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
+    "rapidfuzz>=3.0",
 ]
 TASKS = [
     "seqio>=0.0.20",
