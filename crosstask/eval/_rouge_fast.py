@@ -44,14 +44,22 @@ def _ngram_f(target: Sequence[str], prediction: Sequence[str], n: int) -> float:
   return _fmeasure(precision, recall)
 
 
+class _TokenIds(dict):
+  """token -> int id, a new id for each token not seen before."""
+
+  def __missing__(self, token: str) -> int:
+    self[token] = value = len(self)
+    return value
+
+
 def mean_fmeasures(targets: Sequence[str], predictions: Sequence[str],
                    score_keys: Sequence[str], tokenize: Callable[[str], list[str]]
                    ) -> dict[str, float]:
   """Sum of per-pair F-measures (in order, as rouge-score's caller adds them), / count, x100."""
-  ids: dict[str, int] = {}
+  ids = _TokenIds()
 
   def encode(tokens: list[str]) -> list[int]:
-    return [ids.setdefault(t, len(ids)) for t in tokens]
+    return list(map(ids.__getitem__, tokens))  # C-level lookups; new tokens via __missing__
 
   totals = {key: 0.0 for key in score_keys}
   orders = {key: int(key[5:]) for key in score_keys if key != "rougeL"}
