@@ -23,6 +23,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+import gin
+
 from crosstask import paths
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -112,20 +114,21 @@ def train_vocabulary(output_dir: pathlib.Path) -> pathlib.Path:
   if not prefix.with_suffix(".model").exists():
     prefix.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
-    env.pop("CROSSTASK_VOCAB", None)  # read the raw text through byte-vocabulary tasks
     subprocess.run([sys.executable, "-m", "crosstask.tasks.train_vocab", f"--task={VOCAB_TASK}",
                     "--split=train", f"--vocab_size={VOCAB_SIZE}", f"--output={prefix}"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
   return prefix.with_suffix(".model")
 
 
-def train_model_row(output_dir: pathlib.Path, steps: int, vocab_size: int) -> dict:
+def train_model_row(output_dir: pathlib.Path, steps: int, vocab_file: pathlib.Path,
+                    vocab_size: int) -> dict:
   """Trains and evaluates the tiny model; one table row of its validation metrics."""
   from crosstask.runtime import demo as runtime_demo  # pylint: disable=g-import-not-at-top
   embeddings = -(-vocab_size // 8) * 8
   result = runtime_demo.train_and_evaluate(
       str(output_dir / "model"), steps=steps, task=TRAIN_TASK,
-      bindings=[f"NUM_EMBEDDINGS={embeddings}", f"TASK_FEATURE_LENGTHS={TRAIN_LENGTHS!r}"])
+      bindings=[f"NUM_EMBEDDINGS={embeddings}", f"TASK_FEATURE_LENGTHS={TRAIN_LENGTHS!r}",
+                f"VOCABULARY_PATH={str(vocab_file)!r}"])
   metrics = result["eval_metrics"][TRAIN_TASK]
   return {"task": TRAIN_TASK, "baseline": f"tiny T5 ({steps} steps)", **metrics}
 
@@ -148,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> None:
   started = time.time()
   with paths.use_data_dir(paths.SAMPLE_DIR):
     vocab_file = train_vocabulary(args.output_dir)
-    os.environ["CROSSTASK_VOCAB"] = str(vocab_file)  # read when the tasks register, next line
+    # The one vocabulary binding the tasks (and, in training, the model) resolve.
+    from crosstask.tasks import vocabularies  # pylint: disable=g-import-not-at-top,unused-import
+    gin.bind_parameter("vocabularies.task_vocabulary.path", str(vocab_file))
     from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
     print(f"CSL data root: {readers.data_root()}\nVocabulary: {vocab_file}")
     for inputs, outputs in DEMO_TASKS:
@@ -159,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.skip_training:
       return
     vocab = _task(("abstract",), ("title",)).output_features["targets"].vocabulary
-    model_row = train_model_row(args.output_dir, args.steps, vocab.vocab_size)
+    model_row = train_model_row(args.output_dir, args.steps, vocab_file, vocab.vocab_size)
   baseline_row = next(r for r in rows if r["task"] == TRAIN_TASK)
   print(f"\n摘要->标题 on the sample's validation split ({baseline_row['examples']} papers), "
         "metrics 0-100:")

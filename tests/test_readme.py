@@ -18,13 +18,12 @@ def _snippet(heading: str) -> str:
 
 def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
-  monkeypatch.delenv("CROSSTASK_VOCAB", raising=False)
   (tmp_path / "train.tsv").write_text("深度学习\t模型\n图像识别\t方法\n", encoding="utf-8")
   (tmp_path / "dev.tsv").write_text("图像识别方法研究\t图像识别\n", encoding="utf-8")
   for name in ("my_title_task", "my_mixture"):
     seqio.TaskRegistry.remove(name)
     seqio.MixtureRegistry.remove(name)
-  import crosstask.tasks  # noqa: F401  (the mixture names a CSL task)
+  import crosstask.tasks.csl  # noqa: F401  (the mixture names a CSL task)
   exec(_snippet("### Adding a task or mixture"), {})  # pylint: disable=exec-used
 
   task = seqio.get_mixture_or_task("my_title_task")

@@ -6,7 +6,7 @@ models import on machines without them.
 
 import dataclasses
 import difflib
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import gin
 import jax
@@ -25,19 +25,17 @@ class DatasetConfig:
   seed: int | None
   use_cached: bool = False
   pack: bool = False
-  module: str | None = None
+  module: str | Sequence[str] | None = None
 
 
-def import_tasks(module: str | None = None) -> None:
-  """Registers tasks: the project's own, plus `module` (like T5X's DatasetConfig.module)."""
+def import_tasks(module: str | Sequence[str] | None = None) -> None:
+  """Imports the module(s) that register the run's tasks (T5X's DatasetConfig.module).
+
+  Nothing else is imported: registration is opt-in, e.g. 'crosstask.tasks.csl'.
+  """
   import importlib
-  try:
-    importlib.import_module('crosstask.tasks')
-  except ImportError as e:  # Tasks not shipped: the caller registers its own.
-    if 'crosstask.tasks' not in str(e):
-      raise
-  if module:
-    importlib.import_module(module)
+  for name in [module] if isinstance(module, str) else (module or ()):
+    importlib.import_module(name)
 
 
 def get_mixture_or_task(name: str):
@@ -51,7 +49,9 @@ def get_mixture_or_task(name: str):
     hint = f' Did you mean: {", ".join(close)}?' if close else ''
     raise ValueError(
         f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
-        f"DatasetConfig.mixture_or_task_name).{hint} {len(known)} are registered."
+        f"DatasetConfig.mixture_or_task_name).{hint} {len(known)} are registered; "
+        "the module that registers it goes in MIXTURE_OR_TASK_MODULE (e.g. "
+        "'crosstask.tasks.csl', or 'crosstask.tasks.all' for every benchmark)."
     ) from None
 
 
@@ -62,6 +62,37 @@ def check_split(task_or_mixture, split: str) -> None:
     splits = list(task.splits)
     if splits and split not in splits:
       raise ValueError(f"Task '{task.name}' has no split '{split}'; it has {splits}.")
+
+
+def check_vocabulary_fits(model, task_or_mixture=None) -> None:
+  """Refuses a run whose vocabularies have more ids than the model's embedding rows.
+
+  Both the model's vocabularies and those of the task features are checked,
+  and the error names both numbers.
+  """
+  config = getattr(getattr(model, 'module', None), 'config', None)
+  rows = getattr(config, 'vocab_size', None)
+  if rows is None:
+    return
+  from crosstask.tasks import vocabularies
+  vocabs = [('the model\'s input vocabulary', getattr(model, 'input_vocabulary', None)),
+            ('the model\'s output vocabulary', getattr(model, 'output_vocabulary', None))]
+  tasks = getattr(task_or_mixture, 'tasks', None) or (
+      [task_or_mixture] if task_or_mixture is not None else [])
+  for task in tasks:
+    for key, feature in task.output_features.items():
+      vocabs.append((f"the vocabulary of task '{task.name}' feature '{key}'",
+                     feature.vocabulary))
+  for what, vocab in vocabs:
+    size = getattr(vocab, 'vocab_size', None)
+    if size is not None:
+      vocabularies.embedding_check(int(size), int(rows), what)
+
+
+def check_run_vocabulary(model, cfg: DatasetConfig) -> None:
+  """`check_vocabulary_fits` for the task or mixture a run's DatasetConfig names."""
+  import_tasks(cfg.module)
+  check_vocabulary_fits(model, get_mixture_or_task(cfg.mixture_or_task_name))
 
 
 def feature_converter(pack: bool):

@@ -43,6 +43,7 @@ def evaluate(*,
              num_examples: int | None = None) -> dict[int, dict]:
   """Evaluates each selected checkpoint on `dataset_cfg`; returns {step: {task: metrics}}."""
   partitioner = partitioner or partitioning.Partitioner()
+  data.check_run_vocabulary(model, dataset_cfg)
   template = params_template(model, partitioner, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),
                                    num_examples=num_examples)

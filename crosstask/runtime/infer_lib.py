@@ -36,6 +36,7 @@ def infer(*,
   data.import_tasks(dataset_cfg.module)
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
+  data.check_vocabulary_fits(model, mixture)
   template = eval_lib.params_template(model, partitioner, dataset_cfg)
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')

@@ -73,6 +73,7 @@ def train(*,
 
   tx, schedule = optimizer_fn()
   check_initial_checkpoint(restore_checkpoint_cfg)
+  data.check_run_vocabulary(model, train_dataset_cfg)
   trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
                                 data.model_input_shapes(train_dataset_cfg),
                                 num_microbatches=num_microbatches)

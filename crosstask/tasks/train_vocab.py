@@ -26,7 +26,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 import sentencepiece as spm
 import seqio
 
-DEFAULT_MODULES = ("crosstask.tasks",)
+DEFAULT_MODULES = ("crosstask.tasks.all",)
 _TOKENIZE_STEPS = (seqio.preprocessors.tokenize,
                    seqio.preprocessors.tokenize_and_append_eos)
 

@@ -123,21 +123,27 @@ def test_train_from_text_file_as_subprocess(tmp_path):
   assert "Traceback" not in missing.stderr
 
 
-def test_default_vocabulary_follows_env(monkeypatch, tmp_path):
-  monkeypatch.delenv(vocabularies.VOCAB_ENV, raising=False)
-  assert isinstance(vocabularies.default_vocabulary(), seqio.ByteVocabulary)
-  monkeypatch.setenv(vocabularies.VOCAB_ENV, "byte")
-  assert vocabularies.default_vocabulary().encode("中") == [228 + 3, 184 + 3, 173 + 3]
-  missing = tmp_path / "nope.model"
-  monkeypatch.setenv(vocabularies.VOCAB_ENV, str(missing))
-  with pytest.raises(FileNotFoundError, match="CROSSTASK_VOCAB=.*nope.model"):
-    vocabularies.default_vocabulary()
+def test_task_vocabulary_follows_its_gin_binding(tmp_path):
+  import gin  # pylint: disable=g-import-not-at-top
+  assert isinstance(vocabularies.task_vocabulary(), seqio.ByteVocabulary)
+  assert vocabularies.task_vocabulary("byte").encode("中") == [228 + 3, 184 + 3, 173 + 3]
+  with pytest.raises(FileNotFoundError, match="nope.model"):
+    vocabularies.task_vocabulary(tmp_path / "nope.model")
+  deferred = vocabularies.deferred_vocabulary()
+  path = train_vocab.train(ZH * 3 + EN * 3, str(tmp_path / "sp"), vocab_size=450)
+  with gin.unlock_config():
+    gin.bind_parameter("vocabularies.task_vocabulary.path", path)
+  try:
+    assert isinstance(vocabularies.task_vocabulary(), seqio.SentencePieceVocabulary)
+    assert deferred.vocab_size == 450 and deferred.encode("学") == vocabularies.task_vocabulary().encode("学")
+  finally:
+    gin.clear_config()
+  assert deferred.vocab_size == 259 and deferred == vocabularies.deferred_vocabulary()
 
 
-def test_real_chinese_sentencepiece_round_trip(official_data, monkeypatch):
+def test_real_chinese_sentencepiece_round_trip(official_data):
   path = official_data / "vocab/sentencepiece_cn.model"
-  monkeypatch.setenv(vocabularies.VOCAB_ENV, str(path))
-  vocab = vocabularies.default_vocabulary()
+  vocab = vocabularies.task_vocabulary(path)
   assert isinstance(vocab, seqio.SentencePieceVocabulary)
   assert (vocab.pad_id, vocab.eos_id, vocab.unk_id) == (0, 1, 2)
   assert vocab.vocab_size == 32596

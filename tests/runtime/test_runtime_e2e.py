@@ -123,7 +123,7 @@ def test_csl_configs_parse(clean_gin, gin_file, bindings):
 
 def test_scenario_names_exist():
   import seqio
-  import crosstask.tasks  # noqa: F401  Registers the CSL tasks and mixtures.
+  import crosstask.tasks.csl  # noqa: F401  Registers the CSL tasks and mixtures.
   from crosstask.runtime import scenarios
   for kind in ('meta', 'few'):
     seqio.get_mixture_or_task(scenarios.xtask_mixture('2-1', kind))

@@ -13,7 +13,8 @@ import collections
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from crosstask.tasks.csl import fields as F
+from crosstask.tasks.common import layout
+from crosstask.tasks.csl import schema as S
 
 _CLAUSE_END = re.compile(r"[，。；：,.;:！？!?（）()]")
 _HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -69,11 +70,11 @@ class ExtractiveBaseline:
   """Predicts every output field of a record from its input fields."""
 
   def __init__(self, train_records: Sequence[Mapping]):
-    self.majority = {f: majority(r[f] for r in train_records) for f in F.LABEL_FIELDS}
+    self.majority = {f: majority(r[f] for r in train_records) for f in S.LABEL_FIELDS}
 
   def predict_field(self, record: Mapping, field: str, inputs: Sequence[str]):
     source = " ".join(record[f] for f in ("abstract", "title") if f in inputs) or " ".join(
-        F.value_text(f, record[f]) for f in inputs)
+        layout.value_text(S.SCHEMA[f], record[f], S.SCHEMA) for f in inputs)
     if field == "title":
       return lead_title(record["abstract"]) if "abstract" in inputs else source[:20]
     if field == "abstract":
@@ -86,4 +87,4 @@ class ExtractiveBaseline:
               lang: str = "zh") -> str:
     """The prediction as output text, in the task's layout."""
     values = {f: self.predict_field(record, f, inputs) for f in outputs}
-    return F.format_fields(values, outputs, lang)
+    return layout.format_fields(S.SCHEMA, values, outputs, lang)

@@ -1,4 +1,4 @@
-"""Readers for the CSL data in its two official forms, yielding full records.
+"""CSL's two official data forms, read into full records (CSL's knowledge only).
 
 * Benchmark form: `<root>/csl/benchmark/{ts,kg,cls_ctg,cls_dcp}/<split>.tsv`,
   rows `prompt \t text_a \t text_b`. The four files of a split hold the same
@@ -10,54 +10,49 @@
   category`, read as split `full`.
 
 A record is `{"title", "abstract", "keywords": [..], "category", "discipline"}`.
-The root is resolved at read time: $CROSSTASK_DATA_DIR, else the bundled sample.
+The root (str or os.PathLike) defaults to `common.readers.data_root()`, resolved
+at read time: $CROSSTASK_DATA_DIR, else the bundled sample. Row errors, file:line
+locations and `on_bad_row` come from `common.readers`.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import os
 import pathlib
 from collections.abc import Iterator
 
-from crosstask import paths
-from crosstask.tasks.csl import fields as F
+from crosstask.tasks.common import readers as common
+from crosstask.tasks.common.readers import BadRows
+from crosstask.tasks.common.readers import DataError
+from crosstask.tasks.common.readers import data_root
+from crosstask.tasks.csl import schema as S
 
 BENCHMARK_TASKS = ("ts", "kg", "cls_ctg", "cls_dcp")
 FULL_FILE = "csl_camera_readly.tsv"
 FULL_SPLIT = "full"
 FULL_COLUMNS = ("title", "abstract", "keywords", "discipline", "category")
+CSLDataError = DataError  # the name CSL code and tests have used
+
+__all__ = ["BadRows", "CSLDataError", "DataError", "data_root", "benchmark_files",
+           "check_split", "read_benchmark", "read_full", "read_records", "write_benchmark",
+           "write_full"]
+
+Root = str | os.PathLike | None
 
 
-class CSLDataError(ValueError):
-  """Malformed or inconsistent CSL data; the message names file and line."""
+def _root(root: Root) -> pathlib.Path:
+  return data_root() if root is None else common.as_path(root)
 
 
-@dataclasses.dataclass
-class BadRows:
-  """Counts (and the first messages) of rows skipped with on_bad_row='skip'."""
-  count: int = 0
-  messages: list[str] = dataclasses.field(default_factory=list)
-
-  def add(self, message: str) -> None:
-    self.count += 1
-    if len(self.messages) < 20:
-      self.messages.append(message)
-
-
-def data_root() -> pathlib.Path:
-  """$CROSSTASK_DATA_DIR if set, else the bundled sample (same layout)."""
-  return paths.data_dir() or paths.SAMPLE_DIR
-
-
-def benchmark_files(split: str, root: pathlib.Path | None = None) -> dict[str, pathlib.Path]:
-  root = root or data_root()
+def benchmark_files(split: str, root: Root = None) -> dict[str, pathlib.Path]:
+  root = _root(root)
   return {t: root / "csl" / "benchmark" / t / f"{split}.tsv" for t in BENCHMARK_TASKS}
 
 
-def check_split(split: str, root: pathlib.Path | None = None) -> dict[str, pathlib.Path]:
+def check_split(split: str, root: Root = None) -> dict[str, pathlib.Path]:
   """The files of `split`; FileNotFoundError naming every file looked for if any is missing."""
   if split == FULL_SPLIT:
-    path = (root or data_root()) / "csl" / FULL_FILE
+    path = _root(root) / "csl" / FULL_FILE
     if not path.is_file():
       raise FileNotFoundError(f"CSL full dataset not found: looked for {path}")
     return {FULL_SPLIT: path}
@@ -69,89 +64,52 @@ def check_split(split: str, root: pathlib.Path | None = None) -> dict[str, pathl
   return files
 
 
-def read_tsv(path: pathlib.Path, ncols: int, on_bad_row: str = "raise",
-             bad: BadRows | None = None) -> Iterator[tuple[int, list[str]]]:
-  """(line number, columns) of each good row; bad rows raise or are counted."""
-  for lineno, cols in _scan(path, ncols, on_bad_row, bad):
-    if cols is not None:
-      yield lineno, cols
-
-
-def _scan(path, ncols, on_bad_row, bad):
-  """(line number, columns or None for a skipped bad row) of each non-blank line."""
-  if on_bad_row not in ("raise", "skip"):
-    raise ValueError(f"on_bad_row must be 'raise' or 'skip', got {on_bad_row!r}")
-  bad = bad if bad is not None else BadRows()
-  with open(path, "rb") as f:
-    for lineno, raw in enumerate(f, start=1):
-      raw = raw.rstrip(b"\r\n")
-      if not raw.strip():
-        continue
-      problem = None
-      try:
-        cols = raw.decode("utf-8").split("\t")
-      except UnicodeDecodeError as e:
-        problem = f"invalid UTF-8 at byte {e.start}"
-      else:
-        empty = [i for i, c in enumerate(cols, start=1) if not c.strip()]
-        if len(cols) != ncols:
-          problem = f"expected {ncols} tab-separated columns, got {len(cols)}"
-        elif empty:
-          problem = f"empty field in column {empty[0]}"
-      if problem:
-        message = f"{path}:{lineno}: {problem}"
-        if on_bad_row == "raise":
-          raise CSLDataError(message + " (pass on_bad_row='skip' to skip such rows)")
-        bad.add(message)
-        yield lineno, None
-        continue
-      yield lineno, [c.strip() for c in cols]
-
-
 def _make_record(title, abstract, keywords, category, discipline) -> dict:
-  return {"title": title, "abstract": abstract, "keywords": F.split_keywords(keywords),
+  return {"title": title, "abstract": abstract, "keywords": S.split_keywords(keywords),
           "category": category, "discipline": discipline}
 
 
-def read_benchmark(split: str, root: pathlib.Path | None = None, on_bad_row: str = "raise",
+def read_benchmark(split: str, root: Root = None, on_bad_row: str = "raise",
                    bad: BadRows | None = None) -> Iterator[dict]:
   """Full records of `split` by joining the four benchmark files row by row."""
+  common.check_on_bad_row(on_bad_row)
   files = check_split(split, root)
   bad = bad if bad is not None else BadRows()
-  # Row-level problems are judged per row position, so a bad row in one file
-  # drops that paper from the join rather than shifting the other files.
-  rows = {t: list(_scan(p, 3, on_bad_row, bad)) for t, p in files.items()}
+  # Row problems are judged per row position (scan_tsv keeps a skipped row as
+  # None), so a bad row in one file drops that paper rather than shifting the join.
+  rows = {t: list(common.scan_tsv(p, 3, on_bad_row=on_bad_row, bad=bad))
+          for t, p in files.items()}
   counts = {t: len(r) for t, r in rows.items()}
   if len(set(counts.values())) != 1:
-    raise CSLDataError("CSL benchmark files of split %r have different row counts: %s" % (
+    raise DataError("CSL benchmark files of split %r have different row counts: %s" % (
         split, ", ".join(f"{files[t]}={n}" for t, n in counts.items())))
   for ts, kg, ctg, dcp in zip(*(rows[t] for t in BENCHMARK_TASKS)):
-    if any(cols is None for _, cols in (ts, kg, ctg, dcp)):
+    if any(r.value is None for r in (ts, kg, ctg, dcp)):
       continue
-    (ln, (_, abstract, title)), (lk, (_, kg_text, keywords)) = ts, kg
-    (lc, (_, ctg_title, category)), (ld, (_, dcp_abstract, discipline)) = ctg, dcp
-    where = (f"{files['ts']}:{ln}, {files['kg']}:{lk}, {files['cls_ctg']}:{lc}, "
-             f"{files['cls_dcp']}:{ld}")
+    (_, abstract, title), (_, kg_text, keywords) = ts.value, kg.value
+    (_, ctg_title, category), (_, dcp_abstract, discipline) = ctg.value, dcp.value
+    where = ", ".join(r.where for r in (ts, kg, ctg, dcp))
     if ctg_title != title:
-      raise CSLDataError(f"join out of step: title in ts ({title[:30]!r}) != title in "
-                         f"cls_ctg ({ctg_title[:30]!r}) at {where}")
+      raise DataError(f"join out of step: title in ts ({title[:30]!r}) != title in "
+                      f"cls_ctg ({ctg_title[:30]!r}) at {where}")
     if dcp_abstract != abstract or not kg_text.startswith(abstract):
-      raise CSLDataError(f"join out of step: abstract differs between ts, kg and cls_dcp at "
-                         f"{where}")
+      raise DataError(f"join out of step: abstract differs between ts, kg and cls_dcp at {where}")
     yield _make_record(title, abstract, keywords, category, discipline)
 
 
-def read_full(root: pathlib.Path | None = None, on_bad_row: str = "raise",
+def read_full(root: Root = None, on_bad_row: str = "raise",
               bad: BadRows | None = None) -> Iterator[dict]:
   """Full records from the full-dataset TSV (`csl/csl_camera_readly.tsv`)."""
   path = check_split(FULL_SPLIT, root)[FULL_SPLIT]
-  for _, (title, abstract, keywords, discipline, category) in read_tsv(path, 5, on_bad_row, bad):
+  for row in common.read_tsv(path, 5, on_bad_row=on_bad_row, bad=bad):
+    title, abstract, keywords, discipline, category = row.value
     yield _make_record(title, abstract, keywords, category, discipline)
 
 
-def read_records(split: str, root: pathlib.Path | None = None, on_bad_row: str = "raise",
+def read_records(split: str, root: Root = None, on_bad_row: str = "raise",
                  bad: BadRows | None = None) -> Iterator[dict]:
   """Full records of `split` ('train', 'dev', 'test', or 'full' for the full dataset)."""
+  common.check_on_bad_row(on_bad_row)
   if split == FULL_SPLIT:
     return read_full(root, on_bad_row, bad)
   return read_benchmark(split, root, on_bad_row, bad)
@@ -161,17 +119,18 @@ def read_records(split: str, root: pathlib.Path | None = None, on_bad_row: str =
 
 
 def _check_writable(record: dict, index: int) -> list[str]:
-  """The record's fields as text in `F.FIELDS` order; an error naming record and field."""
-  values = [F.KEYWORD_SEP.join(record[f]) if f == "keywords" else record[f] for f in F.FIELDS]
-  for f, v in zip(F.FIELDS, values):
+  """The record's fields as text in schema order; an error naming record and field."""
+  values = [S.KEYWORD_SEP.join(record[f]) if f == "keywords" else record[f] for f in S.FIELDS]
+  for f, v in zip(S.FIELDS, values):
     if not v or "\t" in v or "\n" in v:
       raise ValueError(f"record {index}: cannot write {f} {v!r}: empty or contains a tab/newline")
   return values
 
 
-def write_benchmark(records: list[dict], root: pathlib.Path, split: str) -> dict[str, pathlib.Path]:
+def write_benchmark(records: list[dict], root: str | os.PathLike,
+                    split: str) -> dict[str, pathlib.Path]:
   """Writes records as the four official benchmark files of `split` under `root`."""
-  files = benchmark_files(split, root)
+  files = benchmark_files(split, common.as_path(root))
   rows = {t: [] for t in BENCHMARK_TASKS}
   for i, r in enumerate(records):
     title, abstract, keywords, category, discipline = _check_writable(r, i)
@@ -185,9 +144,9 @@ def write_benchmark(records: list[dict], root: pathlib.Path, split: str) -> dict
   return files
 
 
-def write_full(records: list[dict], root: pathlib.Path) -> pathlib.Path:
+def write_full(records: list[dict], root: str | os.PathLike) -> pathlib.Path:
   """Writes records in the full-dataset form (`csl/csl_camera_readly.tsv`)."""
-  path = root / "csl" / FULL_FILE
+  path = common.as_path(root) / "csl" / FULL_FILE
   path.parent.mkdir(parents=True, exist_ok=True)
   lines = []
   for i, r in enumerate(records):

@@ -22,9 +22,7 @@ papers); the bundled sample (130) is only big enough to exercise the code.
 
 from __future__ import annotations
 
-import seqio
-
-from crosstask.tasks.csl import fields as F
+from crosstask.tasks.common import factory
 from crosstask.tasks.csl import tasks as csl_tasks
 
 PARTITIONS = ("1-1", "1-2", "1-3", "2-1", "2-2", "3-1", "3-2")
@@ -49,12 +47,9 @@ def mixture_name(partition: str, kind: str, lang: str = "zh") -> str:
 def register_mixtures() -> list[str]:
   """Registers meta and few-shot mixtures of every partition (no data read)."""
   names = []
-  for lang in F.LANGS:
+  for lang in csl_tasks.LANGS:
     for partition in PARTITIONS:
       meta, few = partition_tasks(partition, lang)
       for kind, tasks in (("meta", meta), ("few", few)):
-        name = mixture_name(partition, kind, lang)
-        if name not in seqio.MixtureRegistry.names():
-          seqio.MixtureRegistry.add(name, tasks, default_rate=1.0)
-        names.append(name)
+        names.append(factory.register_mixture(mixture_name(partition, kind, lang), tasks))
   return names

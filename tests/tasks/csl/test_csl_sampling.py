@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import seqio
 
-import crosstask.tasks  # pylint: disable=unused-import
+import crosstask.tasks.csl  # pylint: disable=unused-import  # registers CSL
 from crosstask.tasks.csl import report
 from crosstask.tasks.csl import sampling
 from crosstask.tasks.csl import tasks as T

@@ -5,9 +5,9 @@ import re
 import pytest
 import seqio
 
-import crosstask.tasks  # registers everything
+import crosstask.tasks.csl as csl  # registers the CSL tasks and mixtures
 from crosstask import paths
-from crosstask.tasks.csl import fields as F
+from crosstask.tasks.csl import schema as S
 from crosstask.tasks.csl import scenarios
 from crosstask.tasks.csl import tasks as T
 
@@ -27,7 +27,7 @@ def _examples(task, n=3, split="validation"):
 
 
 def test_registration_counts_and_names():
-  names = crosstask.tasks.CSL_TASKS
+  names = csl.TASKS
   assert len(names) == len(set(names)) == 360
   assert sum(n.startswith("csl_zh_") for n in names) == 180 == 3**5 - 2 * 2**5 + 1
   regex = re.compile(r"^[\w\d\.\:_#]+$")
@@ -36,7 +36,7 @@ def test_registration_counts_and_names():
             "csl_zh_abstract_to_title", "csl_en_title_and_abstract_and_keywords_and_category_to_discipline"):
     assert n in seqio.TaskRegistry.names()
   assert "csl_zh_abstract_to_abstract" not in seqio.TaskRegistry.names()
-  assert len(crosstask.tasks.CSL_MIXTURES) == 28
+  assert len(csl.MIXTURES) == 28
 
 
 def test_registration_reads_no_data(monkeypatch, tmp_path):
@@ -122,7 +122,7 @@ def test_partitions_cover_the_paper_shapes():
 
 
 def test_field_constants():
-  assert len(F.CATEGORIES) == 13 and len(F.DISCIPLINES) == 67
+  assert len(S.CATEGORIES) == 13 and len(S.DISCIPLINES) == 67
 
 
 def test_full_dataset_split_on_sample(monkeypatch):
@@ -131,7 +131,7 @@ def test_full_dataset_split_on_sample(monkeypatch):
   examples = list(task.get_dataset(LENGTHS, split="full", shuffle=False).as_numpy_iterator())
   assert len(examples) == 130
   parsed = task.postprocess_fn(examples[0]["targets_pretokenized"].decode(), is_target=True)
-  assert parsed["category"] in F.CATEGORIES and parsed["discipline"] in F.DISCIPLINES
+  assert parsed["category"] in S.CATEGORIES and parsed["discipline"] in S.DISCIPLINES
   with pytest.raises(ValueError, match="unknown CSL split"):
     task.get_dataset(LENGTHS, split="s0_k3x", shuffle=False)
 

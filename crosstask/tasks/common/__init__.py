@@ -1,0 +1,13 @@
+"""The task layer every benchmark shares: readers, schema, layout, sources, factory.
+
+  readers   TSV / JSON / JSON-lines / SQuAD readers whose errors name file and line
+  schema    a benchmark's fields: labels per language, list separators, label sets, metrics
+  layout    arrow prompts, multi-field layout and lenient parsing (the one implementation)
+  sources   records -> a SeqIO source (from_tensor_slices, so iterators checkpoint)
+  factory   `arrow_task`: schema + reader -> a registered seqio.Task with per-field metrics
+  sampling  seeded episodes and k-shot sets (numpy on indices)
+  report    markdown tables beside a paper's numbers, and curves
+  testing   assertions every benchmark's tests call (like seqio.test_utils)
+
+`readers`, `schema`, `layout`, `sampling` and `report` import no TensorFlow or SeqIO.
+"""

@@ -1,0 +1,102 @@
+"""`arrow_task`: a schema, a reader and a field choice make a registered seqio.Task.
+
+The task's source lays records out with `layout.example` (prompt + labelled
+inputs -> target fields), its postprocessor parses text back into fields
+leniently, and its metric scores each output field with the field's own
+`metric_fn`, keyed `<field>/<metric>` when there are several outputs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import seqio
+
+from crosstask.tasks import vocabularies
+from crosstask.tasks.common import layout
+from crosstask.tasks.common import sources
+from crosstask.tasks.common.schema import Schema
+
+
+def parse_output(output, example=None, is_target=False, *, schema: Schema, outputs, lang) -> dict:
+  """Generated (or target) text -> {field: value}; lenient on malformed text."""
+  del example, is_target
+  return layout.parse_fields(schema, output, outputs, lang)
+
+
+def _score_fields(targets: Sequence[dict], predictions: Sequence[dict], *, schema: Schema,
+                  outputs: Sequence[str]) -> dict:
+  result = {}
+  for f in outputs:
+    fn = schema[f].metric_fn
+    if fn is None:
+      continue
+    empty = schema[f].empty()
+    scores = fn([t[f] for t in targets], [p.get(f, empty) for p in predictions])
+    prefix = f"{f}/" if len(outputs) > 1 else ""
+    result.update({prefix + k: v for k, v in scores.items()})
+  return result
+
+
+def field_metrics(schema: Schema, outputs: Sequence[str]) -> Callable:
+  """One metric fn over parsed {field: value} dicts, scoring each field by its metric_fn."""
+  outputs = schema.check(outputs, "outputs")
+  fn = functools.partial(_score_fields, schema=schema, outputs=outputs)
+  fn.__name__ = f"{schema.name}_field_metrics"  # seqio logs metric fns by name
+  return fn
+
+
+def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Sequence[str],
+               lang: str, read_split: Callable[[str], object], splits: Sequence[str],
+               vocabulary: seqio.Vocabulary | None = None,
+               metric_fns: Sequence[Callable] | None = None,
+               postprocess_fn: Callable | None = None,
+               to_example: Callable[[dict], dict] | None = None,
+               extra_features: Sequence[str] = (),
+               preprocessors_after_tokenize: Sequence[Callable] = (),
+               shuffle_buffer_size: int | None = 10_000,
+               register: bool = True) -> seqio.Task:
+  """The task `inputs -> outputs` over `schema` records; registered unless told not to.
+
+  Registering a name that is already registered returns the registered task.
+  `vocabulary=None` means the gin-bound task vocabulary (see `vocabularies`).
+  """
+  if register and name in seqio.TaskRegistry.names():
+    return seqio.TaskRegistry.get(name)
+  if lang not in layout.LANGS:
+    raise ValueError(f"lang must be one of {layout.LANGS}, got {lang!r}")
+  inputs, outputs = schema.check(inputs, "inputs"), schema.check(outputs, "outputs")
+  for f in inputs + outputs:
+    schema[f].label(lang)  # a clear error for a field without a label in `lang`
+  if to_example is None:
+    to_example = functools.partial(layout.example, schema, inputs=inputs, outputs=outputs,
+                                   lang=lang)
+  if postprocess_fn is None:
+    postprocess_fn = functools.partial(parse_output, schema=schema, outputs=outputs, lang=lang)
+  if metric_fns is None:
+    has_metric = any(schema[f].metric_fn is not None for f in outputs)
+    metric_fns = [field_metrics(schema, outputs)] if has_metric else []
+  vocab = vocabulary if vocabulary is not None else vocabularies.deferred_vocabulary()
+  task = seqio.Task(
+      name,
+      source=sources.records_source(read_split, splits, to_example=to_example,
+                                    extra_features=extra_features),
+      output_features={"inputs": seqio.Feature(vocab, add_eos=True),
+                       "targets": seqio.Feature(vocab, add_eos=True)},
+      preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos_after_trim,
+                     *preprocessors_after_tokenize],
+      postprocess_fn=postprocess_fn,
+      metric_fns=list(metric_fns),
+      # Seeded by get_dataset(seed=...), so a training order is reproducible.
+      shuffle_buffer_size=shuffle_buffer_size)
+  if register:
+    seqio.TaskRegistry.add_provider(name, task)
+  return task
+
+
+def register_mixture(name: str, tasks: Sequence[str], default_rate: float = 1.0) -> str:
+  """Registers a mixture of registered tasks (idempotent); returns its name."""
+  if name not in seqio.MixtureRegistry.names():
+    seqio.MixtureRegistry.add(name, list(tasks), default_rate=default_rate)
+  return name
