@@ -58,16 +58,16 @@ class HFSide:
     torch.set_num_threads(THREADS)
     self.torch = torch
 
-  def save_checkpoint(self, model: str, dir: str) -> dict:
+  def save_checkpoint(self, model: str, dir: str, vocab: int = VOCAB) -> dict:
     import transformers
     self.torch.manual_seed(0)
-    config = transformers.T5Config(vocab_size=VOCAB, feed_forward_proj="gated-gelu",
+    config = transformers.T5Config(vocab_size=vocab, feed_forward_proj="gated-gelu",
                                    tie_word_embeddings=False, dropout_rate=0.0,
                                    decoder_start_token_id=0, eos_token_id=EOS, pad_token_id=0,
                                    **MODELS[model])
     hf = transformers.T5ForConditionalGeneration(config)
     # transformers 5 ties lm_head to the embedding; T5 1.1 has its own.
-    hf.lm_head = self.torch.nn.Linear(config.d_model, VOCAB, bias=False)
+    hf.lm_head = self.torch.nn.Linear(config.d_model, vocab, bias=False)
     self.torch.nn.init.normal_(hf.lm_head.weight, std=config.d_model ** -0.5)
     hf.save_pretrained(dir)
     return {"params": sum(p.numel() for p in hf.parameters())}
@@ -81,10 +81,25 @@ class HFSide:
   def setup(self, workload: dict, checkpoint: str) -> dict:
     torch = self.torch
     hf = self._load(checkpoint)
-    tb = {k: torch.tensor(v, dtype=torch.long) for k, v in random_batch(workload).items()}
-    mask = torch.ones_like(tb["encoder_input_tokens"])
+    if workload["kind"] != "train_batches":
+      tb = {k: torch.tensor(v, dtype=torch.long) for k, v in random_batch(workload).items()}
+      mask = torch.ones_like(tb["encoder_input_tokens"])
     output = None
-    if workload["kind"] == "train":
+    if workload["kind"] == "train_batches":  # prepared batches (dynamic padding), one pass
+      import numpy as np
+      hf.train()
+      opt = torch.optim.AdamW(hf.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+      data = np.load(workload["path"])
+      batches = [{k[len(f"{i}/"):]: torch.tensor(data[k], dtype=torch.long)
+                  for k in data.files if k.startswith(f"{i}/")}
+                 for i in range(workload["num_batches"])]
+
+      def fn():
+        for b in batches:
+          hf(**b).loss.backward()
+          opt.step()
+          opt.zero_grad(set_to_none=True)
+    elif workload["kind"] == "train":
       hf.train()
       opt = torch.optim.AdamW(hf.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
 
@@ -138,9 +153,14 @@ class CrosstaskSide:
     config = config.__class__(**{**config.__dict__, "dropout_rate": 0.0,
                                  **workload.get("config_overrides", {})})
     vocab = types.SimpleNamespace(eos_id=EOS)
-    batch = random_batch(workload)
+    batch = random_batch(workload) if workload["kind"] != "train_batches" else None
     output = None
-    if workload["kind"] == "train":
+    if workload["kind"] == "train_batches":  # prepared packed batches, one pass
+      data = np.load(workload["path"])
+      batches = [{k[len(f"{i}/"):]: data[k] for k in data.files if k.startswith(f"{i}/")}
+                 for i in range(workload["num_batches"])]
+      batch = batches[0]
+    if workload["kind"] in ("train", "train_batches"):
       model = EncoderDecoderModel(Transformer(config), vocab, vocab, z_loss=0.0,
                                   loss_normalizing_factor="NUM_REAL_TARGET_TOKENS")
       tx = optax.adamw(LR, weight_decay=WEIGHT_DECAY)
@@ -148,14 +168,22 @@ class CrosstaskSide:
       trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx,
                                     optax.constant_schedule(LR), shapes)
       state = trainer.state_from_params(jax.device_put(params))
-      batch["decoder_loss_weights"] = np.ones_like(batch["decoder_target_tokens"], np.float32)
-      jbatch = jax.device_put(batch)
       rng = jax.random.key(0)
       self.state = state
+      if workload["kind"] == "train_batches":
+        jbatches = [jax.device_put(b) for b in batches]
 
-      def fn():
-        self.state, metrics = trainer.train_step(self.state, jbatch, rng)
-        jax.block_until_ready((self.state, metrics))
+        def fn():
+          for b in jbatches:
+            self.state, metrics = trainer.train_step(self.state, b, rng)
+          jax.block_until_ready((self.state, metrics))
+      else:
+        batch["decoder_loss_weights"] = np.ones_like(batch["decoder_target_tokens"], np.float32)
+        jbatch = jax.device_put(batch)
+
+        def fn():
+          self.state, metrics = trainer.train_step(self.state, jbatch, rng)
+          jax.block_until_ready((self.state, metrics))
     else:
       beams = workload.get("beams", 1)
       if beams == 1:
