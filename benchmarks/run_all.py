@@ -107,9 +107,11 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   if not args.report_only:
     env = harness.thread_env(harness.default_threads())
-    shared = harness.ROOT.parent / "shared" / "data"
-    if not env.get("CROSSTASK_DATA_DIR") and shared.is_dir():
-      env["CROSSTASK_DATA_DIR"] = str(shared)
+    # ../shared/data next to the checkout (CI), or two levels up for a git worktree.
+    for shared in (harness.ROOT.parent / "shared" / "data",
+                   harness.ROOT.parent.parent / "shared" / "data"):
+      if not env.get("CROSSTASK_DATA_DIR") and shared.is_dir():
+        env["CROSSTASK_DATA_DIR"] = str(shared)
     failed = []
     for name in args.only.split(","):
       print(f"\n=== {name} ===", flush=True)
