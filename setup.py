@@ -15,13 +15,24 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
-    "rapidfuzz>=3.0",
+    "rapidfuzz>=3.0",  # C LCS behind eval.rouge's fast path
+    "pysbd>=0.3.4",  # offline English sentence splitting for rougeLsum
+    # The `rouge` package is CSL's official ROUGE-L (crosstask.eval.csl_official)
+    # and the scorer SciTLDR's oracle script picks sentences with.
+    "rouge>=1.0.1",
 ]
 TASKS = [
     "seqio>=0.0.20",
     "tensorflow>=2.21",
     "tensorflow-text>=2.21",
     "tensorflow-datasets>=4.9",
+    "matplotlib>=3.8",  # report plots (crosstask.tasks.common.report.plot_curves)
+]
+# The official SciRepEval evaluation: linear probes, Kendall tau, trec_eval.
+SCIREPEVAL = [
+    "scikit-learn>=1.5",
+    "scipy>=1.13",
+    "pytrec-eval-terrier>=0.5.6",
 ]
 TEST = [
     "pytest>=9",
@@ -37,8 +48,9 @@ setuptools.setup(
     description="Chinese and scientific NLP benchmarks as one text-to-text world, in JAX/Flax.",
     # Namespace discovery so the gin, config and sample folders ship as package data.
     packages=setuptools.find_namespace_packages(include=["crosstask", "crosstask.*"]),
-    package_data={"": ["*.gin", "*.tsv", "*.md"]},
+    package_data={"": ["*.gin", "*.tsv", "*.md", "*.json", "*.jsonl", "*.summary", "*.txt"]},
     python_requires=">=3.11",
     install_requires=CORE,
-    extras_require={"tasks": TASKS, "test": TASKS + TEST},
+    extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL,
+                    "test": TASKS + SCIREPEVAL + TEST},
 )

@@ -22,7 +22,7 @@ def test_demo_runs_end_to_end_on_the_bundled_sample(tmp_path):
   assert "csl/benchmark" not in out and "crosstask/data/sample" in out
   assert (tmp_path / "model" / "checkpoint_4").is_dir()
   rows = re.findall(r"^csl_zh_abstract_to_title\s+(lead|tiny T5 \(4 steps\))\s+"
-                    r"([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+                    r"([\d.]+)\s+([\d.]+)$", out, re.M)
   assert [r[0] for r in rows] == ["lead", "tiny T5 (4 steps)"], out[-2000:]
   lead = [float(x) for x in rows[0][1:]]
   assert 10 < lead[0] < 90  # the same lead baseline the CSL demo test pins down

@@ -60,6 +60,40 @@ def _pad_prompt(prompt: jnp.ndarray, max_decode_len: int) -> jnp.ndarray:
   return jnp.pad(prompt, ((0, 0), (0, max_decode_len - p)))
 
 
+# ------------------------------------------------- logits processing (HF's)
+
+
+def ban_tokens(logits: jnp.ndarray, history: jnp.ndarray, cur_len, *, eos_id: int,
+               min_length: int = 0, no_repeat_ngram_size: int = 0) -> jnp.ndarray:
+  """HF's MinLength and NoRepeatNGram logits processors on [N, V] scores.
+
+  `history` int32 [N, T] holds each row's decoder tokens with the start token
+  0 in column 0 (HF's decoder `input_ids`); only its first `cur_len` columns
+  are real. As in HF, both rules count the start token and any forced prefix:
+  EOS is banned while cur_len < min_length, and a token is banned when it
+  would repeat an n-gram already in the history. Banned entries become
+  NEG_INF. With both options 0 the scores are returned untouched.
+  """
+  if min_length > 0:
+    is_eos = jnp.arange(logits.shape[-1]) == eos_id
+    logits = jnp.where(is_eos[None, :] & (cur_len < min_length), NEG_INF, logits)
+  n = no_repeat_ngram_size
+  rows, width = history.shape
+  if n > 0 and width >= n:
+    windows = jnp.stack([history[:, m:m + width - n + 1] for m in range(n)], axis=-1)
+    prefix = jax.lax.dynamic_slice_in_dim(
+        history, jnp.maximum(cur_len - (n - 1), 0), n - 1, axis=1)
+    complete = jnp.arange(width - n + 1)[None, :] <= cur_len - n  # window inside the history
+    match = jnp.all(windows[..., :-1] == prefix[:, None, :], axis=-1) & complete
+    vocab = logits.shape[-1]
+    # Non-matching windows write to a spare column past the vocabulary.
+    target = jnp.where(match, jnp.minimum(windows[..., -1], vocab), vocab)
+    banned = jnp.zeros((rows, vocab + 1), bool).at[
+        jnp.arange(rows)[:, None], target].set(True)[:, :vocab]
+    logits = jnp.where(banned, NEG_INF, logits)
+  return logits
+
+
 # ----------------------------------------------------------------- sampling
 
 
@@ -96,6 +130,8 @@ def temperature_sample(
     temperature: float = 1.0,
     topk: int = 0,
     topp: float = 0.0,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> Tuple[jnp.ndarray, jnp.ndarray]:
   """Samples num_decodes continuations per example (temperature 0 = greedy).
 
@@ -103,7 +139,9 @@ def temperature_sample(
   [B, num_decodes]). log_probs sums the model's own log-softmax (before
   temperature and filtering) over the generated, non-forced tokens, so it is
   comparable across sampling settings. Filtering applies top-k first, then
-  top-p (nucleus) on the renormalised survivors.
+  top-p (nucleus) on the renormalised survivors. `min_length` and
+  `no_repeat_ngram_size` ban tokens first, exactly as HF's processors
+  (`ban_tokens`).
   """
   if temperature < 0:
     raise ValueError(f"temperature must be >= 0, got {temperature!r}")
@@ -121,11 +159,16 @@ def temperature_sample(
     i, cur, seqs, lps, ended, c = state
     logits, c = tokens_to_logits(cur[:, None], c)
     logits = logits.astype(jnp.float32)
+    allowed = logits
+    if min_length or no_repeat_ngram_size:
+      history = jnp.pad(seqs, ((0, 0), (1, 0)))  # the start token 0 first, as HF
+      allowed = ban_tokens(logits, history, i + 1, eos_id=eos_id, min_length=min_length,
+                           no_repeat_ngram_size=no_repeat_ngram_size)
     if temperature == 0.0:
-      tok = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+      tok = jnp.argmax(allowed, axis=-1).astype(jnp.int32)
     else:
       key = jax.random.fold_in(decode_rng, i)
-      tok = _filtered_sample(key, logits, temperature, topk, topp)
+      tok = _filtered_sample(key, allowed, temperature, topk, topp)
     forced = forced_all[:, i]
     is_forced = forced != 0
     tok = jnp.where(is_forced, forced, tok)
@@ -148,11 +191,13 @@ def temperature_sample(
 
 def greedy(prompt: jnp.ndarray, cache: PyTree,
            tokens_to_logits: TokensToLogits, *, eos_id: int,
-           max_decode_len: int) -> Tuple[jnp.ndarray, jnp.ndarray]:
+           max_decode_len: int, min_length: int = 0,
+           no_repeat_ngram_size: int = 0) -> Tuple[jnp.ndarray, jnp.ndarray]:
   """Argmax decoding; returns ([B, 1, max_decode_len], [B, 1])."""
   return temperature_sample(prompt, cache, tokens_to_logits, eos_id=eos_id,
                             decode_rng=None, max_decode_len=max_decode_len,
-                            num_decodes=1, temperature=0.0)
+                            num_decodes=1, temperature=0.0, min_length=min_length,
+                            no_repeat_ngram_size=no_repeat_ngram_size)
 
 
 # -------------------------------------------------------------- beam search
@@ -185,6 +230,8 @@ def beam_search(
     alpha: float = 0.6,
     length_penalty: str = "t5x",
     early_stopping: Union[None, bool, str] = None,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> Tuple[jnp.ndarray, jnp.ndarray]:
   """Beam search; returns (sequences [B, K, L] best first, scores [B, K]).
 
@@ -212,6 +259,10 @@ def beam_search(
   differently; HF fills positions after EOS with `pad_token_id or eos_id`,
   i.e. with EOS for T5 (pad 0), where we write 0. Parity with transformers'
   generate is tested exactly in tests/test_models_decoding_hf.py.
+
+  `min_length` / `no_repeat_ngram_size` ban tokens in each step's log-probs as
+  HF's processors do (`ban_tokens`; BART checkpoints carry
+  no_repeat_ngram_size=3, so the CiteSum paper's runs used it).
   """
   if length_penalty not in ("t5x", "hf"):
     raise ValueError(f"unknown length_penalty {length_penalty!r}")
@@ -251,6 +302,9 @@ def beam_search(
     logits, c = tokens_to_logits(cur.reshape(batch * k, 1), c)
     vocab = logits.shape[-1]
     lp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    if min_length or no_repeat_ngram_size:
+      lp = ban_tokens(lp, alive_seqs.reshape(batch * k, length + 1), i + 1, eos_id=eos_id,
+                      min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size)
     lp = lp.reshape(batch, k, vocab)
     forced = forced_all[:, i]
     is_forced = forced != 0

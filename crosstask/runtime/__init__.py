@@ -8,9 +8,14 @@
   checkpoints   orbax save/restore, parameters-only loads, shape checks
   data          SeqIO pipelines (DatasetConfig), resumable by batch count
   inference     batched predict/score; evaluation: seqio.Evaluator + summaries
+  embedding     batched, sharded encoder embeddings (the SciRepEval jobs behind
+                `python -m crosstask.embed|relevance` live in crosstask/tasks/scirepeval/)
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file
-  scenarios     CSL scenario names for gin; demo: the demo hook
+  restoring     what eval and infer share: checkpoint selection, parameter templates
+  best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
+
+It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODULE.
 
 Nothing here imports TensorFlow or SeqIO at module load.
 """

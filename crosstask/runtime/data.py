@@ -31,7 +31,7 @@ class DatasetConfig:
 def import_tasks(module: str | Sequence[str] | None = None) -> None:
   """Imports the module(s) that register the run's tasks (T5X's DatasetConfig.module).
 
-  Nothing else is imported: registration is opt-in, e.g. 'crosstask.tasks.csl'.
+  Nothing else is imported: registration is opt-in, e.g. 'crosstask.tasks.<benchmark>'.
   """
   import importlib
   for name in [module] if isinstance(module, str) else (module or ()):
@@ -51,7 +51,7 @@ def get_mixture_or_task(name: str):
         f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
         f"DatasetConfig.mixture_or_task_name).{hint} {len(known)} are registered; "
         "the module that registers it goes in MIXTURE_OR_TASK_MODULE (e.g. "
-        "'crosstask.tasks.csl', or 'crosstask.tasks.all' for every benchmark)."
+        "'crosstask.tasks.<benchmark>', or 'crosstask.tasks.all' for every benchmark)."
     ) from None
 
 

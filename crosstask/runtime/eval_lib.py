@@ -1,6 +1,5 @@
 """`evaluate(...)`: SeqIO metrics for one checkpoint or each in a directory."""
 
-import os
 from typing import Any
 
 import gin
@@ -8,29 +7,7 @@ import gin
 from crosstask.runtime import checkpoints, data, evaluation, gin_utils, inference
 from crosstask.runtime import partitioning
 from crosstask.runtime import progress
-from crosstask.runtime import trainer as trainer_lib
-from crosstask.runtime import optimizers
-
-
-def params_template(model, partitioner, cfg: data.DatasetConfig):
-  """A Trainer whose abstract parameters give shapes and shardings to restore into."""
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
-  return trainer_lib.Trainer(model, partitioner, tx, schedule, data.model_input_shapes(cfg))
-
-
-def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int, str]]:
-  """(step, state dir) pairs selected by `cfg.mode` ('specific', 'latest', 'all')."""
-  if cfg.mode not in ('specific', 'latest', 'all'):
-    raise ValueError(f"RestoreCheckpointConfig.mode must be 'specific', 'latest' or 'all', "
-                     f'got {cfg.mode!r}.')
-  path = os.path.abspath(cfg.path)
-  steps = checkpoints.steps_in(path)
-  if not steps or cfg.mode == 'specific':
-    state_dir = checkpoints.resolve_state_dir(path)
-    return [(checkpoints.step_of(state_dir), state_dir)]
-  if cfg.mode == 'latest':
-    steps = steps[-1:]
-  return [(s, checkpoints.state_item(path, s)) for s in sorted(steps)]
+from crosstask.runtime.restoring import checkpoint_dirs, params_template
 
 
 @gin.configurable(module='eval_script')
@@ -40,8 +17,15 @@ def evaluate(*,
              restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
              partitioner: partitioning.Partitioner | None = None,
              output_dir: str = gin.REQUIRED,
-             num_examples: int | None = None) -> dict[int, dict]:
-  """Evaluates each selected checkpoint on `dataset_cfg`; returns {step: {task: metrics}}."""
+             num_examples: int | None = None,
+             prompt_with_targets: bool = False,
+             num_decodes: int = 1) -> dict[int, dict]:
+  """Evaluates each selected checkpoint on `dataset_cfg`; returns {step: {task: metrics}}.
+
+  `prompt_with_targets` (T5X's name) forces the targets as decoder prompts: for
+  tasks whose targets are a prompt only (CiteSum's "This paper" on SciTLDR).
+  `num_decodes` is the beam size when the model decodes with beam search.
+  """
   partitioner = partitioner or partitioning.Partitioner()
   data.check_run_vocabulary(model, dataset_cfg)
   template = params_template(model, partitioner, dataset_cfg)
@@ -53,7 +37,8 @@ def evaluate(*,
     raise ValueError(f"'{dataset_cfg.mixture_or_task_name}' has no task with metrics to "
                      f"evaluate on split '{dataset_cfg.split}'.")
   runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size)
+                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets,
+                               num_decodes=num_decodes)
   results = {}
   for step, state_dir in checkpoint_dirs(restore_checkpoint_cfg):
     params = checkpoints.load_params(state_dir, template.abstract_params())

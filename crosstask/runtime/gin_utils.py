@@ -22,7 +22,6 @@ CONFIGURABLE_MODULES = (
     'crosstask.runtime.train_lib', 'crosstask.runtime.eval_lib', 'crosstask.runtime.infer_lib',
     'crosstask.runtime.optimizers', 'crosstask.runtime.partitioning',
     'crosstask.runtime.checkpoints', 'crosstask.runtime.data', 'crosstask.runtime.trainer',
-    'crosstask.runtime.scenarios',
     'crosstask.models.model', 'crosstask.models.network', 'crosstask.models.config',
     'crosstask.models', 'crosstask.tasks.vocabularies')
 

@@ -8,7 +8,7 @@ from typing import Any
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, eval_lib, gin_utils, inference
+from crosstask.runtime import checkpoints, data, gin_utils, inference, restoring
 from crosstask.runtime import partitioning
 
 
@@ -26,24 +26,28 @@ def infer(*,
           restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
           partitioner: partitioning.Partitioner | None = None,
           output_dir: str = gin.REQUIRED,
-          num_examples: int | None = None) -> list[str]:
+          num_examples: int | None = None,
+          prompt_with_targets: bool = False,
+          num_decodes: int = 1) -> list[str]:
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
-  the reference target. Returns the files written.
+  the reference target. Returns the files written. `prompt_with_targets`
+  forces each example's targets as its decoder prompt (see eval_script.evaluate).
   """
   partitioner = partitioner or partitioning.Partitioner()
   data.import_tasks(dataset_cfg.module)
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
   data.check_vocabulary_fits(model, mixture)
-  template = eval_lib.params_template(model, partitioner, dataset_cfg)
+  template = restoring.params_template(model, partitioner, dataset_cfg)
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (_, state_dir), = eval_lib.checkpoint_dirs(restore_checkpoint_cfg)
+  (_, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, template.abstract_params())
   runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size)
+                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets,
+                               num_decodes=num_decodes)
   converter = data.feature_converter(pack=False)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)

@@ -28,7 +28,8 @@ class Inference:
 
   def __init__(self, model: Any, partitioner: partitioning.Partitioner,
                param_shardings: Any, batch_size: int,
-               decoder_params: dict | None = None):
+               decoder_params: dict | None = None, prompt_with_targets: bool = False,
+               num_decodes: int = 1):
     self.model = model
     self.partitioner = partitioner
     n = partitioner.data_size
@@ -36,7 +37,12 @@ class Inference:
     data_sharding = partitioner.data_sharding
 
     def predict(params, batch):
-      return model.predict_batch_with_aux(params, batch, decoder_params=decoder_params)
+      # prompt_with_targets forces each example's target tokens (e.g. "This paper",
+      # written without EOS by a prompting task) as the start of its decode.
+      # num_decodes is the beam size for decoding.beam_search (the best beam is returned).
+      return model.predict_batch_with_aux(params, batch, decoder_params=decoder_params,
+                                          prompt_with_targets=prompt_with_targets,
+                                          num_decodes=num_decodes)
 
     self._predict = jax.jit(predict, in_shardings=(param_shardings, data_sharding),
                             out_shardings=(data_sharding, data_sharding))

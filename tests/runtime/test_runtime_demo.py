@@ -1,9 +1,10 @@
-"""The demo hook trains on the bundled CSL sample and reports the task's real metrics."""
+"""The demo's training step trains on the bundled CSL sample and reports the task's real metrics."""
 
 import gin
 import pytest
 
-from crosstask.runtime import demo, gin_utils
+from crosstask import demo
+from crosstask.runtime import gin_utils
 
 
 def test_demo_config_parses():
@@ -23,5 +24,5 @@ def test_train_and_evaluate_smoke(tmp_path):
                 'EVAL_STEPS=1'])
   assert out['step'] == 3 and out['train_metrics']['loss'] > 0
   metrics = out['eval_metrics']['csl_zh_abstract_to_title']
-  assert {'rouge1', 'rougeL', 'bleu'} <= set(metrics)
+  assert {'rougeL', 'bleu'} <= set(metrics)
   assert (tmp_path / 'demo' / 'checkpoint_3').is_dir()

@@ -112,25 +112,10 @@ def test_run_configs_resolve_from_search_paths(clean_gin):
     ('runs/pretrain.gin', ['TRAIN_STEPS=5', "MIXTURE_OR_TASK_NAME='x'",
                            "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"]),
     ('csl/finetune_abstract_to_title.gin', []),
-    ('csl/xtask_meta.gin', ["PARTITION='2-1'"]),
-    ('csl/xtask_fewshot.gin', ["PARTITION='1-1'", 'SHOTS=4',
-                               "INITIAL_CHECKPOINT_PATH='/tmp/meta'"]),
 ])
-def test_csl_configs_parse(clean_gin, gin_file, bindings):
+def test_run_configs_parse(clean_gin, gin_file, bindings):
   gin_utils.parse([rs.TINY, gin_file], ["MODEL_DIR='/tmp/x'", *bindings])
   assert gin.query_parameter('train_script.train.total_steps') is not None
-
-
-def test_scenario_names_exist():
-  import seqio
-  import crosstask.tasks.csl  # noqa: F401  Registers the CSL tasks and mixtures.
-  from crosstask.runtime import scenarios
-  for kind in ('meta', 'few'):
-    seqio.get_mixture_or_task(scenarios.xtask_mixture('2-1', kind))
-  assert scenarios.episode_split(3, 'shots', 8) == 's3_k8'
-  assert 's3_k8' in seqio.get_mixture_or_task(scenarios.xtask_mixture('2-1', 'few')).splits
-  with pytest.raises(ValueError, match='PARTITION'):
-    scenarios.xtask_mixture('9-9')
 
 
 def test_unknown_task_suggests_close_names():

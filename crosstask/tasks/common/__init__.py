@@ -8,6 +8,7 @@
   sampling  seeded episodes and k-shot sets (numpy on indices)
   report    markdown tables beside a paper's numbers, and curves
   testing   assertions every benchmark's tests call (like seqio.test_utils)
+  deferred  the task vocabulary, resolved from its gin binding at each use
 
 `readers`, `schema`, `layout`, `sampling` and `report` import no TensorFlow or SeqIO.
 """

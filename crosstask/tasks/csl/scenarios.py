@@ -1,47 +1,67 @@
-"""Cross-task few-shot scenarios of the CSL paper as SeqIO mixtures.
+"""The CSL paper's cross-task scenarios (Table 3) as SeqIO mixtures, and their gin names.
 
-The paper's Table 3 lists seven partitions `1-1, 1-2, 1-3, 2-1, 2-2, 3-1, 3-2`
-of the arrow tasks into meta tasks and few-shot tasks. The exact task lists of
-that table could not be found in the stored sources (neither the ydli-ai/CSL
-README nor a stored copy of the paper holds them), so this module implements
-the most faithful reading of the names we could document:
+Seven partitions of arrow tasks into meta tasks and one few-shot task:
 
-* partition `i-o` has as few-shot tasks every arrow task with `i` input fields
-  and `o` output fields (e.g. `1-1`: `摘要->标题`, `标题->门类`, ... 20 tasks);
-* its meta tasks are all the other registered arrow tasks (other shapes), so
-  the few-shot task shapes are never seen in meta training.
+| part. | meta tasks                                        | few-shot task      |
+|-------|---------------------------------------------------|--------------------|
+| 1-1   | abstract→keywords, keywords→title                 | abstract→title     |
+| 1-2   | keywords→title, title→discipline                  | keywords→discipline|
+| 1-3   | abstract→title+category, title→keywords           | abstract+discipline→keywords |
+| 2-1   | abstract→keywords, keywords→title, title→category | abstract→category  |
+| 2-2   | abstract→title, title→keywords, keywords→discipline | abstract→discipline |
+| 3-1   | keywords→abstract, title→discipline               | keywords→discipline|
+| 3-2   | abstract→keywords, title→keywords, title→category | abstract→category  |
 
-Mixtures, per language: `csl_<lang>_xtask_<i>_<o>_meta` and
-`csl_<lang>_xtask_<i>_<o>_few`, equal rates. Use them with the episode splits
-of `sampling`: meta training on `s<seed>_meta` (100 instances per task), few-
-shot training on `s<seed>_k<k>`, model selection on `s<seed>_validation` and
-reporting on `s<seed>_test` (64 each), seeds 0-7, k in 0, 1, 2, 4, 8.
-Episodes draw from every complete benchmark split (the official `dev`: 1000
-papers); the bundled sample (130) is only big enough to exercise the code.
+Scenario 1 is single-leap bridging, 2 two-leap bridging, 3 a broken bridge
+(3-1 is 1-2 with one meta task changed, 3-2 is 2-1 with one changed, so they
+share those partitions' few-shot tasks and "few" runs).
+
+Mixtures, per language: `csl_<lang>_xtask_<p>_meta` and `csl_<lang>_xtask_<p>_few`.
+Use them with the episode splits of `sampling`: meta training on
+`s<seed>_meta` (100 instances per task), few-shot training on `s<seed>_k<k>`,
+model selection on `s<seed>_validation`, reporting on `s<seed>_test`.
 """
 
 from __future__ import annotations
 
+import gin
+
 from crosstask.tasks.common import factory
+from crosstask.tasks.csl import sampling
 from crosstask.tasks.csl import tasks as csl_tasks
 
-PARTITIONS = ("1-1", "1-2", "1-3", "2-1", "2-2", "3-1", "3-2")
+A, T, K, C, D = "abstract", "title", "keywords", "category", "discipline"
+# partition -> (meta tasks, few-shot task); a task is (inputs, outputs).
+TABLE_3 = {
+    "1-1": ([((A,), (K,)), ((K,), (T,))], ((A,), (T,))),
+    "1-2": ([((K,), (T,)), ((T,), (D,))], ((K,), (D,))),
+    "1-3": ([((A,), (T, C)), ((T,), (K,))], ((A, D), (K,))),
+    "2-1": ([((A,), (K,)), ((K,), (T,)), ((T,), (C,))], ((A,), (C,))),
+    "2-2": ([((A,), (T,)), ((T,), (K,)), ((K,), (D,))], ((A,), (D,))),
+    "3-1": ([((K,), (A,)), ((T,), (D,))], ((K,), (D,))),
+    "3-2": ([((A,), (K,)), ((T,), (K,)), ((T,), (C,))], ((A,), (C,))),
+}
+PARTITIONS = tuple(TABLE_3)
+SCENARIOS = {1: ("1-1", "1-2", "1-3"), 2: ("2-1", "2-2"), 3: ("3-1", "3-2")}
+# Scenario 3 reuses the few-shot runs of the partitions it breaks.
+SHARED_FEW = {"3-1": "1-2", "3-2": "2-1"}
+
+
+def check_partition(partition: str) -> str:
+  if partition not in TABLE_3:
+    raise ValueError(f"PARTITION={partition!r} is not a CSL partition; choose from {PARTITIONS}")
+  return partition
 
 
 def partition_tasks(partition: str, lang: str = "zh") -> tuple[list[str], list[str]]:
   """(meta task names, few-shot task names) of a partition like '2-1'."""
-  if partition not in PARTITIONS:
-    raise ValueError(f"unknown partition {partition!r}; choose from {PARTITIONS}")
-  n_in, n_out = (int(x) for x in partition.split("-"))
-  meta, few = [], []
-  for ins, outs in csl_tasks.io_pairs():
-    name = csl_tasks.task_name(ins, outs, lang)
-    (few if (len(ins), len(outs)) == (n_in, n_out) else meta).append(name)
-  return meta, few
+  meta, few = TABLE_3[check_partition(partition)]
+  return ([csl_tasks.task_name(i, o, lang) for i, o in meta],
+          [csl_tasks.task_name(*few, lang)])
 
 
 def mixture_name(partition: str, kind: str, lang: str = "zh") -> str:
-  return f"csl_{lang}_xtask_{partition.replace('-', '_')}_{kind}"
+  return f"csl_{lang}_xtask_{check_partition(partition).replace('-', '_')}_{kind}"
 
 
 def register_mixtures() -> list[str]:
@@ -53,3 +73,46 @@ def register_mixtures() -> list[str]:
       for kind, tasks in (("meta", meta), ("few", few)):
         names.append(factory.register_mixture(mixture_name(partition, kind, lang), tasks))
   return names
+
+
+# ------------------------------------------------------------------ gin helpers
+# Gin cannot format strings, so `csl/xtask_*.gin` take PARTITION / EPISODE_SEED /
+# SHOTS as macros and call these for the mixture and split names.
+
+
+@gin.configurable(module="csl")
+def xtask_mixture(partition: str = gin.REQUIRED, kind: str = "meta", lang: str = "zh") -> str:
+  """'csl_zh_xtask_2_1_meta' for partition '2-1', kind 'meta' (or 'few')."""
+  if kind not in ("meta", "few"):
+    raise ValueError(f"kind must be 'meta' or 'few', got {kind!r}")
+  return mixture_name(partition, kind, lang)
+
+
+@gin.configurable(module="csl")
+def episode_split(seed: int = 0, kind: str = "meta", shots: int | None = None) -> str:
+  """Episode split names: s<seed>_meta, s<seed>_k<shots> (kind 'shots'), s<seed>_validation, ..."""
+  if kind == "shots":
+    if shots is None:
+      raise ValueError("episode_split(kind='shots') needs SHOTS")
+    return sampling.episode_split_name(seed, f"k{shots}")
+  return sampling.episode_split_name(seed, kind)
+
+
+@gin.configurable(module="csl")
+def split_size(partition: str = gin.REQUIRED, kind: str = "meta", split: str = gin.REQUIRED,
+               lang: str = "zh") -> int:
+  """Examples in `split` over the partition's meta or few-shot tasks (reads the episode pool)."""
+  meta, few = TABLE_3[check_partition(partition)]
+  total = 0
+  for inputs, outputs in (meta if kind == "meta" else [few]):
+    total += len(csl_tasks.read_split(split, inputs=inputs, outputs=outputs))
+  del lang  # zh and en prompts share their episodes
+  return total
+
+
+@gin.configurable(module="csl")
+def epoch_steps(partition: str = gin.REQUIRED, kind: str = "meta", split: str = gin.REQUIRED,
+                batch_size: int = gin.REQUIRED, epochs: float = 1) -> int:
+  """Steps for `epochs` passes over the split at `batch_size` (a short last batch counts)."""
+  n = split_size(partition, kind, split)
+  return max(1, round(epochs * -(-n // batch_size))) if n else 0

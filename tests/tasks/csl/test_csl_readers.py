@@ -125,3 +125,16 @@ def test_full_form_bad_row(tmp_path):
   assert bad.count == 1
   with pytest.raises(ValueError, match="on_bad_row"):
     list(readers.read_records("full", tmp_path, on_bad_row="ignore"))
+
+
+def test_roots_may_be_str_or_pathlike(tmp_path):
+  with pytest.raises(FileNotFoundError, match=r"/some/str/path/csl/benchmark/ts/dev\.tsv"):
+    list(readers.read_benchmark("dev", "/some/str/path"))
+  assert len(list(readers.read_benchmark("dev", str(paths.SAMPLE_DIR)))) == 30
+  readers.write_benchmark(RECORDS, str(tmp_path), "dev")
+  readers.write_full(RECORDS, str(tmp_path))
+  assert list(readers.read_records("full", str(tmp_path))) == RECORDS
+  assert list(readers.read_records("dev", tmp_path)) == RECORDS
+  assert set(readers.check_split("dev", str(tmp_path))) == set(readers.BENCHMARK_TASKS)
+  from crosstask.tasks.csl import tasks  # pylint: disable=g-import-not-at-top
+  assert len(tasks.episode_pool(str(paths.SAMPLE_DIR))) == 130

@@ -1,4 +1,4 @@
-"""Cross-task episodes: disjoint, deterministic, right-sized; Table 4 report."""
+"""Cross-task episodes: disjoint, deterministic, right-sized."""
 
 import collections
 
@@ -7,7 +7,6 @@ import pytest
 import seqio
 
 import crosstask.tasks.csl  # pylint: disable=unused-import  # registers CSL
-from crosstask.tasks.csl import report
 from crosstask.tasks.csl import sampling
 from crosstask.tasks.csl import tasks as T
 
@@ -77,25 +76,3 @@ def test_episode_datasets_on_official_data(official_data):
   assert len(meta_titles) == 100
   split = sampling.split_records(len(pool), 1)
   assert not meta_titles & {pool[i]["title"] for i in np.concatenate([split.test, split.validation])}
-
-
-def test_report_delta_m_hand_computed(capsys):
-  eps = [
-      # task a: few 40, 60 -> 50; +meta 55, 65 -> 60; gain +20%
-      report.Episode("1-1", 4, "a", 0, 40.0, 55.0), report.Episode("1-1", 4, "a", 1, 60.0, 65.0),
-      # task b: few 20; +meta 18; gain -10%
-      report.Episode("1-1", 4, "b", 0, 20.0, 18.0),
-      # task c: few 0 -> left out of Δ_m
-      report.Episode("1-1", 4, "c", 0, 0.0, 5.0),
-      report.Episode("2-1", 8, "d", 0, 10.0, 15.0),
-  ]
-  summary = report.report(eps)
-  cell = summary[("1-1", 4)]
-  assert cell["delta_m"] == pytest.approx(5.0)  # mean(+20, -10)
-  assert cell["few"] == pytest.approx((50 + 20 + 0) / 3)
-  assert cell["+meta"] == pytest.approx((60 + 18 + 5) / 3)
-  assert cell["skipped"] == 1 and cell["tasks"] == 3
-  assert summary[("2-1", 8)]["delta_m"] == pytest.approx(50.0)
-  out = capsys.readouterr().out
-  assert "Δ_m(%)" in out and "+5.00" in out and "+50.00" in out and "k=4" in out
-  assert report.task_score({"rouge1": 30.0, "bleu": 10.0}) == 20.0

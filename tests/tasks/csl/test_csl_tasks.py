@@ -9,6 +9,7 @@ import crosstask.tasks.csl as csl  # registers the CSL tasks and mixtures
 from crosstask import paths
 from crosstask.tasks.csl import schema as S
 from crosstask.tasks.csl import scenarios
+from crosstask.tasks.common import testing
 from crosstask.tasks.csl import tasks as T
 
 LENGTHS = {"inputs": 2048, "targets": 512}
@@ -87,38 +88,55 @@ def test_many_to_many_dataset_and_metrics(official_data):
   targets = [task.postprocess_fn(t, is_target=True) for _, t, _ in examples]
   assert targets[0] == {"title": ts[0][2], "keywords": kg[0][2].split("_")}
   perfect = task.metric_fns[0](targets, targets)
-  assert set(perfect) == {"title/rouge1", "title/rouge2", "title/rougeL", "title/bleu",
-                          "keywords/keyword_precision", "keywords/keyword_recall",
-                          "keywords/keyword_f1", "keywords/bpref"}
-  assert perfect["title/rouge1"] == pytest.approx(100) and perfect["keywords/keyword_f1"] == pytest.approx(100)
+  assert set(perfect) == {"title/rougeL", "title/bleu", "keywords/bpref", "keywords/keyword_f1",
+                          "keywords/keyword_precision", "keywords/keyword_recall"}
+  assert perfect["title/rougeL"] == pytest.approx(100, abs=1e-5)
+  assert perfect["keywords/keyword_f1"] == pytest.approx(100)
   garbled = [task.postprocess_fn(p) for p in ("胡言乱语", f"关键词：{kg[1][2]}", "")]
   scores = task.metric_fns[0](targets, garbled)
-  assert scores["title/rouge1"] < 50
+  assert scores["title/rougeL"] < 50
   assert 0 < scores["keywords/keyword_f1"] < 100
 
 
-def test_classification_metrics_use_label_set(official_data):
+def test_classification_metrics_are_the_official_flavour(official_data):
   task = seqio.get_mixture_or_task("csl_zh_title_to_category")
-  targets = [task.postprocess_fn(t, is_target=True) for _, t, _ in _examples(task)]
+  targets = [task.postprocess_fn(t, is_target=True) for _, t, _ in _examples(task, n=20)]
+  gold = [t["category"] for t in targets]
   preds = [{"category": "工学"}] * len(targets)
   scores = task.metric_fns[0](targets, preds)
-  expected = 100 * sum(t["category"] == "工学" for t in targets) / len(targets)
-  assert scores["accuracy"] == pytest.approx(expected)
-  assert "macro_f1" in scores
+  assert scores["accuracy"] == pytest.approx(100 * gold.count("工学") / len(gold))
+  # Free text is first mapped to a gold-set label (here: the first gold label).
+  free = task.metric_fns[0](targets, [{"category": "某种工科"}] * len(targets))
+  assert free["accuracy"] == pytest.approx(100 * gold.count(gold[0]) / len(gold))
+  testing.assert_perfect_predictions_score_max(task, "validation", 20)
+  testing.assert_prompt_format(task, "标题->门类")
+  testing.assert_postprocess_total(task)
 
 
-def test_partitions_cover_the_paper_shapes():
-  total = 0
+def test_scenario_mixtures_hold_table_3():
   for p in scenarios.PARTITIONS:
     meta, few = scenarios.partition_tasks(p)
-    n_in, n_out = map(int, p.split("-"))
-    assert not set(meta) & set(few) and len(meta) + len(few) == 180
-    assert all(f.count("_and_") == n_in + n_out - 2 for f in few)
-    mix = seqio.get_mixture_or_task(scenarios.mixture_name(p, "few"))
-    assert sorted(t.name for t in mix.tasks) == sorted(few)
-    total += len(few)
-  assert total == 160
-  assert "csl_zh_abstract_to_title" in scenarios.partition_tasks("1-1")[1]
+    assert not set(meta) & set(few) and len(few) == 1
+    for kind, names in (("meta", meta), ("few", few)):
+      mix = seqio.get_mixture_or_task(scenarios.mixture_name(p, kind))
+      assert sorted(t.name for t in mix.tasks) == sorted(names)
+  assert scenarios.partition_tasks("2-1") == (
+      ["csl_zh_abstract_to_keywords", "csl_zh_keywords_to_title", "csl_zh_title_to_category"],
+      ["csl_zh_abstract_to_category"])
+  assert scenarios.xtask_mixture("2-1", "few") == "csl_zh_xtask_2_1_few"
+  assert scenarios.episode_split(3, "shots", 8) == "s3_k8"
+  assert "s3_k8" in seqio.get_mixture_or_task(scenarios.xtask_mixture("2-1", "few")).splits
+  with pytest.raises(ValueError, match="PARTITION"):
+    scenarios.xtask_mixture("9-9")
+
+
+def test_epoch_steps_count_the_episode(official_data):
+  del official_data
+  assert scenarios.split_size("2-1", "meta", "s0_meta") == 300
+  assert scenarios.epoch_steps("2-1", "meta", "s0_meta", batch_size=32, epochs=15) == 15 * 10
+  few = scenarios.split_size("2-1", "few", "s0_k1")  # one per category present in the pool
+  assert 10 <= few <= 13
+  assert scenarios.epoch_steps("2-1", "few", "s0_k1", batch_size=1, epochs=15) == 15 * few
 
 
 def test_field_constants():

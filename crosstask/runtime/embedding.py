@@ -1,0 +1,75 @@
+"""Batched, sharded encoder embeddings of tokenized texts (the embedding path's engine).
+
+Like `inference.Inference`: the global batch is a multiple of the mesh's data
+axis, each host feeds its slice, parameters keep their training placement.
+Texts are sorted by length and padded to a power-of-two bucket, so a long
+abstract does not pad a whole batch of titles and few shapes get compiled.
+"""
+
+import dataclasses
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+
+from crosstask.runtime import checkpoints, inference, optimizers, partitioning, restoring
+from crosstask.runtime import trainer as trainer_lib
+
+POOLINGS = ('mean', 'first')
+
+
+def restore_params(model: Any, partitioner: partitioning.Partitioner,
+                   cfg: checkpoints.RestoreCheckpointConfig) -> tuple[Any, Any, str]:
+  """(params, their shardings, state dir) of the newest checkpoint `cfg` selects.
+
+  No dataset is involved, so the template is built from a tiny dummy batch.
+  """
+  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
+  template = trainer_lib.Trainer(model, partitioner, tx, schedule,
+                                 {'encoder_input_tokens': (partitioner.data_size, 8),
+                                  'decoder_input_tokens': (partitioner.data_size, 1)})
+  if cfg.mode == 'all':  # One checkpoint is used: the newest.
+    cfg = dataclasses.replace(cfg, mode='latest')
+  (_, state_dir), = restoring.checkpoint_dirs(cfg)
+  params = checkpoints.load_params(state_dir, template.abstract_params())
+  return params, template.param_shardings, state_dir
+
+
+def bucket_length(n: int, max_length: int, minimum: int = 16) -> int:
+  length = minimum
+  while length < n:
+    length *= 2
+  return min(length, max_length)
+
+
+class Embedder:
+  """`embed(params, token_lists) -> float32 [N, d_model]` with the model's `embed` pooling."""
+
+  def __init__(self, model: Any, partitioner: partitioning.Partitioner,
+               param_shardings: Any, batch_size: int, pooling: str = 'mean'):
+    if pooling not in POOLINGS:
+      raise ValueError(f'pooling must be one of {POOLINGS}, got {pooling!r}')
+    self.partitioner = partitioner
+    n = partitioner.data_size
+    self.batch_size = max(n, -(-batch_size // n) * n)
+    self._embed = jax.jit(lambda params, batch: model.embed(params, batch, pooling=pooling),
+                          in_shardings=(param_shardings, partitioner.data_sharding),
+                          out_shardings=partitioner.data_sharding)
+
+  def embed(self, params, token_lists: Sequence[Sequence[int]], max_length: int) -> np.ndarray:
+    order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+    out: list[np.ndarray | None] = [None] * len(token_lists)
+    per_host = self.batch_size // jax.process_count()
+    lo = jax.process_index() * per_host
+    with self.partitioner.context():
+      for start in range(0, len(order), self.batch_size):
+        chunk = order[start:start + self.batch_size]
+        length = bucket_length(max(len(token_lists[i]) for i in chunk), max_length)
+        tokens = np.zeros((self.batch_size, length), np.int32)
+        for row, i in enumerate(chunk):
+          tokens[row, :len(token_lists[i])] = token_lists[i]
+        batch = self.partitioner.shard_batch({'encoder_input_tokens': tokens[lo:lo + per_host]})
+        vectors = inference._to_host(self._embed(params, batch))  # pylint: disable=protected-access
+        for row, i in enumerate(chunk):
+          out[i] = vectors[row]
+    return np.stack(out).astype(np.float32) if out else np.zeros((0, 0), np.float32)

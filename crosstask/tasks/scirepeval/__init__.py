@@ -1,0 +1,15 @@
+"""SciRepEval (allenai/scirepeval) as SeqIO tasks; importing this package registers them.
+
+  readers  every official file format as plain records (ids as strings, located errors)
+  inputs   encoder inputs of the embedding path (format codes + labelled fields)
+  text     the 23 text forms (all but S2AND): prompts, targets, (query, candidate) pairs
+  records  the examples of each task and split from the data root
+  schema   the fields for the shared layout; tasks: registration and the mixtures
+The embedding evaluation itself lives in `crosstask.eval.scirepeval`; embedding
+and relevance ranking in `crosstask.embed` / `crosstask.relevance`.
+Registration reads no data: sources open their files only when a dataset is built.
+"""
+
+from crosstask.tasks.scirepeval import tasks as _tasks
+
+TASKS = _tasks.register_all()

@@ -1,0 +1,191 @@
+"""`rank(...)`: text-to-text relevance for SciRepEval proximity/search tasks.
+
+Each judged (query, candidate) pair becomes the task's arrow-prompt input; the
+model scores it log P(yes) − log P(no) (two `score_batch` passes, targets with
+EOS); the candidates of each query are ranked by that score and scored with the
+same trec_eval measures (`crosstask.eval.scirepeval.ranking`) and the original
+graded judgements as the embedding path. Batched and sharded like inference.
+"""
+
+import json
+import os
+from typing import Any, Sequence
+
+import gin
+import jax
+import numpy as np
+
+from crosstask.runtime import checkpoints, embedding, inference, partitioning
+
+
+class TargetScorer:
+  """Log-likelihood of fixed target token lists for many encoder inputs."""
+
+  def __init__(self, model: Any, partitioner: partitioning.Partitioner,
+               param_shardings: Any, batch_size: int):
+    self.partitioner = partitioner
+    n = partitioner.data_size
+    self.batch_size = max(n, -(-batch_size // n) * n)
+    self._score = jax.jit(model.score_batch,
+                          in_shardings=(param_shardings, partitioner.data_sharding),
+                          out_shardings=partitioner.data_sharding)
+
+  def score(self, params, inputs: Sequence[Sequence[int]], target: Sequence[int],
+            max_length: int) -> np.ndarray:
+    target = list(target)
+    dec_len = embedding.bucket_length(len(target), 64, minimum=4)
+    order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+    out = np.zeros(len(inputs), np.float32)
+    per_host = self.batch_size // jax.process_count()
+    lo = jax.process_index() * per_host
+    with self.partitioner.context():
+      for start in range(0, len(order), self.batch_size):
+        chunk = order[start:start + self.batch_size]
+        length = embedding.bucket_length(max(len(inputs[i]) for i in chunk), max_length)
+        enc = np.zeros((self.batch_size, length), np.int32)
+        tgt = np.zeros((self.batch_size, dec_len), np.int32)
+        for row, i in enumerate(chunk):
+          enc[row, :len(inputs[i])] = inputs[i]
+          tgt[row, :len(target)] = target
+        dec_in = np.concatenate([np.zeros((self.batch_size, 1), np.int32), tgt[:, :-1]], 1)
+        feats = {'encoder_input_tokens': enc, 'decoder_input_tokens': dec_in,
+                 'decoder_target_tokens': tgt,
+                 'decoder_loss_weights': (tgt > 0).astype(np.int32)}
+        batch = self.partitioner.shard_batch({k: v[lo:lo + per_host] for k, v in feats.items()})
+        scores = inference._to_host(self._score(params, batch))  # pylint: disable=protected-access
+        out[chunk] = scores[:len(chunk)]
+    return out
+
+
+def encode(vocabulary, text: str, max_length: int) -> list[int]:
+  """Token ids + EOS, trimmed to max_length (EOS kept, as seqio trims inputs)."""
+  eos = int(getattr(vocabulary, 'eos_id', 1) or 1)
+  return list(vocabulary.encode(text))[:max_length - 1] + [eos]
+
+
+def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, max_length):
+  """{'yes': log P(yes), 'no': log P(no)} per input text, and the checkpoint read."""
+  from crosstask.tasks.scirepeval import text  # pylint: disable=g-import-not-at-top
+  partitioner = partitioner or partitioning.Partitioner()
+  params, param_shardings, state_dir = embedding.restore_params(model, partitioner,
+                                                                restore_checkpoint_cfg)
+  scorer = TargetScorer(model, partitioner, param_shardings, batch_size)
+  in_vocab, out_vocab = model.input_vocabulary, model.output_vocabulary
+  tokens = [encode(in_vocab, t, max_length) for t in texts]
+  out = {name: scorer.score(params, tokens, encode(out_vocab, target, 64), max_length)
+         for name, target in (('yes', text.YES), ('no', text.NO))}
+  return out, state_dir
+
+
+def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file, qrels_files,
+                    reviewers_file, output_dir, batch_size, max_length) -> dict[str, Any]:
+  """Paper-Reviewer Matching: (query paper, reviewer paper) relevance, top-3 mean per reviewer."""
+  from crosstask.eval.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import readers, text  # pylint: disable=g-import-not-at-top
+  papers = {p['doc_id']: p for p in readers.read_meta(meta_file)}
+  reviewers = data.read_reviewer_metadata(reviewers_file)
+  all_qrels = {path: data.read_qrels(path) for path in qrels_files}
+  needed = sorted({(q, p) for qrels in all_qrels.values() for q, judged in qrels.items()
+                   for r in judged for p in reviewers.get(r, ()) if q in papers and p in papers})
+  if not needed:
+    raise ValueError(f'{meta_file}: no (query paper, reviewer paper) pair has text')
+  texts = [text.pair_inputs(ttask, papers[q], papers[p]) for q, p in needed]
+  relevance, state_dir = _relevance(model, restore_checkpoint_cfg, partitioner, texts,
+                                    batch_size, max_length)
+  paper_scores: dict[str, dict[str, float]] = {}
+  for (q, p), y, n in zip(needed, relevance['yes'], relevance['no']):
+    paper_scores.setdefault(q, {})[p] = float(y - n)
+  metrics = {}
+  for path, qrels in all_qrels.items():
+    name = os.path.basename(path)
+    prefix = 'hard_' if 'hard' in name else 'soft_' if 'soft' in name else ''
+    run = ranking.reviewer_scores_run(paper_scores, qrels, reviewers)
+    metrics.update({prefix + k: v for k, v in
+                    ranking.ir_metrics(qrels, run, ttask.spec.metrics).items()})
+  results = {ttask.spec.name: metrics,
+             'scored_by': {'scorer': 'crosstask.tasks.scirepeval.relevance_job (text-to-text: '
+                                     'log P(yes) - log P(no), reviewer = top-3 mean)',
+                           'checkpoint': state_dir, 'pairs': len(needed)}}
+  if jax.process_index() == 0:
+    os.makedirs(output_dir, exist_ok=True)
+    with open(os.path.join(output_dir, f'{ttask.name}-results.json'), 'w') as f:
+      json.dump(results, f, indent=4)
+  print(json.dumps(results), flush=True)
+  return results
+
+
+@gin.configurable(module='relevance_script')
+def rank(*,
+         model: Any = gin.REQUIRED,
+         restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
+         meta_file: str = gin.REQUIRED,
+         output_dir: str = gin.REQUIRED,
+         task: str = gin.REQUIRED,
+         qrels_file: str | Sequence[str] | None = None,
+         reviewers_file: str | None = None,
+         partitioner: partitioning.Partitioner | None = None,
+         batch_size: int = 32,
+         max_length: int = 512,
+         max_queries: int | None = None) -> dict[str, Any]:
+  """Writes `<output_dir>/<task>-run.jsonl` and `<task>-results.json`; returns the results.
+
+  Grades come from `qrels_file` ({query_id, cand_id, score} lines) when given,
+  else from the candidates' own `score` (training-format rows).
+  """
+  from crosstask.eval.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import inputs, text  # pylint: disable=g-import-not-at-top
+  ttask = text.get(task)
+  if ttask.kind != 'pair':
+    raise ValueError(f'{ttask.name} is not a proximity/search task; rank() scores pairs')
+  reviewing = ttask.key == 'paper_reviewer_matching'
+  qrels_files = [qrels_file] if isinstance(qrels_file, str) else list(qrels_file or [])
+  if reviewing:
+    if not reviewers_file or not qrels_files:
+      raise ValueError('Paper-Reviewer Matching needs reviewers_file (reviewer_metadata.jsonl) '
+                       'and qrels_file (e.g. [test_hard_qrel.jsonl, test_soft_qrel.jsonl])')
+    return _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file,
+                           qrels_files, reviewers_file, output_dir, batch_size, max_length)
+  if len(qrels_files) > 1:
+    raise ValueError(f'{ttask.name}: one qrels_file, got {qrels_files}')
+  qrels_all = data.read_qrels(qrels_files[0]) if qrels_files else None
+  rows = text.judged_rows(inputs.read_meta_any(meta_file), qrels_all)
+  if max_queries:
+    rows = rows[:max_queries]
+  pairs, qrels = [], {}
+  for row in rows:
+    qid = row['query']['doc_id']
+    if qrels_all is not None:
+      judged = qrels_all.get(qid, {})
+    else:
+      ungraded = [c['doc_id'] for c in row['candidates'] if 'score' not in c]
+      if ungraded:
+        raise ValueError(f'{meta_file}: query {qid!r} has candidates without a score '
+                         f'({ungraded[:3]}); pass qrels_file')
+      judged = {c['doc_id']: c['score'] for c in row['candidates']}
+    pairs.extend(text.pair_examples(ttask, row, judged))
+    if judged:
+      qrels[qid] = dict(judged)
+  if not pairs:
+    raise ValueError(f'{meta_file}: no judged (query, candidate) pairs to score')
+
+  relevance, state_dir = _relevance(model, restore_checkpoint_cfg, partitioner,
+                                    [p['inputs'] for p in pairs], batch_size, max_length)
+  yes, no = relevance['yes'], relevance['no']
+  relevance = yes - no
+  run = ranking.scores_run([(p['query_id'], p['cand_id'], s) for p, s in zip(pairs, relevance)])
+  metrics = ranking.ir_metrics(qrels, run, ttask.spec.metrics or ('map', 'ndcg'))
+  results = {ttask.spec.name: metrics,
+             'scored_by': {'scorer': 'crosstask.tasks.scirepeval.relevance_job (text-to-text: '
+                                     'log P(yes) - log P(no))', 'checkpoint': state_dir,
+                           'pairs': len(pairs), 'queries': len(qrels)}}
+  if jax.process_index() == 0:
+    os.makedirs(output_dir, exist_ok=True)
+    with open(os.path.join(output_dir, f'{ttask.name}-run.jsonl'), 'w') as f:
+      for p, s, y, n_ in zip(pairs, relevance, yes, no):
+        f.write(json.dumps({'query_id': p['query_id'], 'cand_id': p['cand_id'],
+                            'grade': int(p['grade']), 'score': float(s),
+                            'log_p_yes': float(y), 'log_p_no': float(n_)}) + '\n')
+    with open(os.path.join(output_dir, f'{ttask.name}-results.json'), 'w') as f:
+      json.dump(results, f, indent=4)
+  print(json.dumps(results), flush=True)
+  return results
