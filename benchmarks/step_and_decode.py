@@ -1,193 +1,111 @@
-"""CPU benchmark: training step (fwd + bwd + AdamW) and greedy decoding, crosstask vs HF.
+"""CPU, crosstask vs HF PyTorch: training step, greedy and beam-4 decoding, peak memory.
 
-Both frameworks run the same T5 1.1 config with the same weights (the HF model's,
-imported), float32, dropout 0, batch 8 x 256 input / 64 target tokens, vocab 32128.
-Repetitions alternate between the frameworks after a warm-up (which includes XLA
-compilation). Decoding runs all 64 steps on both sides (no EOS). Prints a table and
-writes benchmarks/results/step_and_decode.json.
+Same T5 1.1 weights on both sides (a seeded random HF checkpoint that crosstask
+imports), float32, dropout 0. Training: batch 8 x 256 input / 64 target tokens,
+AdamW, through crosstask's runtime Trainer.train_step vs a torch AdamW step.
+Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
+penalty 1.0 / early_stopping False on both sides), batch 8 and 32, through
+EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
+for token (checked and recorded). Each framework runs in its own process,
+timed repetitions alternate between them after a warm-up (see harness.py).
 
-Run it on a quiet machine: with other jobs on the 2 cores, PyTorch's spinning
-intra-op threads slow down far more than XLA's, and ratios swing by several times
-between runs (the JSON records the load average to judge this).
-
-    python benchmarks/step_and_decode.py [--quick] [--models tiny,small]
+    python benchmarks/step_and_decode.py [--quick] [--models tiny,small] [--reps 5]
 """
 
 import argparse
-import datetime
-import functools
-import json
 import os
-import pathlib
-import platform
-import statistics
-import time
 import sys
-import types
+import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # run from a checkout
+import harness
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
-import torch
-import transformers
-
-from crosstask.models import hf_import
-from crosstask.models.model import EncoderDecoderModel
-from crosstask.models.network import Transformer
-
-MODELS = {  # T5 1.1 shapes: d_model, d_ff, layers (enc = dec), heads, d_kv
-    "tiny": dict(d_model=128, d_ff=512, num_layers=2, num_heads=4, d_kv=32),
-    "small": dict(d_model=512, d_ff=1024, num_layers=8, num_heads=6, d_kv=64),
-}
-BATCH, INPUT_LEN, TARGET_LEN, VOCAB, LR = 8, 256, 64, 32128, 1e-4
-RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "step_and_decode.json"
+TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
+DECODES = [dict(kind="greedy", batch=b, input_len=256, new_tokens=32) for b in (8, 32)] + \
+          [dict(kind="beam4", beams=4, batch=b, input_len=256, new_tokens=32) for b in (8, 32)]
 
 
-def _hf_model(shape: dict) -> transformers.T5ForConditionalGeneration:
-  torch.manual_seed(0)
-  config = transformers.T5Config(vocab_size=VOCAB, feed_forward_proj="gated-gelu",
-                                 tie_word_embeddings=False, dropout_rate=0.0,
-                                 decoder_start_token_id=0, eos_token_id=1, pad_token_id=0, **shape)
-  model = transformers.T5ForConditionalGeneration(config)
-  model.generation_config.eos_token_id = None  # always decode TARGET_LEN steps
-  return model
+def _units(w: dict) -> int:
+  if w["kind"] == "train":
+    return w["batch"] * (w["input_len"] + w["target_len"])
+  return w["batch"] * w["new_tokens"]
 
 
-def _batch(rng: np.random.Generator) -> dict:
-  enc = rng.integers(2, VOCAB, (BATCH, INPUT_LEN)).astype(np.int32)
-  tgt = rng.integers(2, VOCAB, (BATCH, TARGET_LEN)).astype(np.int32)
-  dec = np.concatenate([np.zeros((BATCH, 1), np.int32), tgt[:, :-1]], 1)
-  return {"encoder_input_tokens": enc, "decoder_input_tokens": dec, "decoder_target_tokens": tgt,
-          "decoder_loss_weights": np.ones_like(tgt, np.float32)}
+def _name(w: dict) -> str:
+  return f"{w['kind']} b{w['batch']}"
 
 
-def _timed(fn) -> float:
-  start = time.perf_counter()
-  fn()
-  return time.perf_counter() - start
+def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp: str) -> list[dict]:
+  checkpoint = os.path.join(tmp, model)
+  hf, ours = harness.Worker("hf", threads), harness.Worker("crosstask", threads)
+  rows = []
+  try:
+    params = hf.call("save_checkpoint", model=model, dir=checkpoint)["params"]
+    for w in workloads:
+      outputs = {s.framework: s.call("setup", workload=w, checkpoint=checkpoint)["output"]
+                 for s in (ours, hf)}
+      times = harness.alternate([ours, hf], reps)
+      row = {"model": model, "params": params, "workload": _name(w), **w,
+             "units": "tokens (input + target)" if w["kind"] == "train" else "generated tokens",
+             "crosstask": harness.summary(times["crosstask"], _units(w)),
+             "hf": harness.summary(times["hf"], _units(w))}
+      row["ratio"] = row["crosstask"]["per_s_median"] / row["hf"]["per_s_median"]
+      if w["kind"] != "train":
+        a, b = outputs["crosstask"], outputs["hf"]
+        row["outputs_equal"] = a == b
+        row["rows_equal"] = sum(x == y for x, y in zip(a, b)) / len(a)
+      if w["kind"] == "train":
+        row["max_rss_mb"] = {s.framework: s.call("rss")["max_rss_mb"] for s in (ours, hf)}
+      rows.append(row)
+      print(f"  {model} {_name(w)}: crosstask {row['crosstask']['per_s_median']:.0f} "
+            f"HF {row['hf']['per_s_median']:.0f} tokens/s, ratio {row['ratio']:.2f}"
+            + (f", outputs equal: {row['outputs_equal']}" if "outputs_equal" in row else ""),
+            flush=True)
+  finally:
+    ours.close(), hf.close()
+  return rows
 
 
-def bench(name: str, reps: int) -> dict:
-  hf = _hf_model(MODELS[name])
-  state = {k: v.detach().numpy() for k, v in hf.state_dict().items()}
-  config = hf_import.config_from_hf(hf.config.to_dict(), dtype="float32")
-  params = jax.device_put(hf_import.params_from_hf_tensors(config, state))
-  never = types.SimpleNamespace(eos_id=-1)  # no EOS: decode every step like HF
-  model = EncoderDecoderModel(Transformer(config), never, never, z_loss=0.0,
-                              loss_normalizing_factor="NUM_REAL_TARGET_TOKENS")
-  batch = _batch(np.random.default_rng(0))
-  jbatch = jax.device_put(batch)
-  tx = optax.adamw(LR)
-  opt_state = tx.init(params)
-
-  # Params and optimizer state are donated, as the runtime's train step does.
-  @functools.partial(jax.jit, donate_argnums=(0, 1))
-  def train_step(p, s, b):
-    (loss, _), grads = jax.value_and_grad(model.loss_fn, has_aux=True)(p, b, None)
-    updates, s = tx.update(grads, s, p)
-    return optax.apply_updates(p, updates), s, loss
-
-  torch_opt = torch.optim.AdamW(hf.parameters(), lr=LR, weight_decay=1e-4)
-  tb = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items() if "tokens" in k}
-  mask = tb["encoder_input_tokens"] != 0
-
-  def jax_train():
-    nonlocal params, opt_state
-    params, opt_state, loss = train_step(params, opt_state, jbatch)
-    loss.block_until_ready()
-
-  def torch_train():
-    hf.train()
-    out = hf(input_ids=tb["encoder_input_tokens"], attention_mask=mask,
-             decoder_input_ids=tb["decoder_input_tokens"], labels=tb["decoder_target_tokens"])
-    out.loss.backward()
-    torch_opt.step()
-    torch_opt.zero_grad(set_to_none=True)
-
-  predict_batch = {"encoder_input_tokens": jbatch["encoder_input_tokens"],
-                   "decoder_input_tokens": jnp.zeros((BATCH, TARGET_LEN), jnp.int32)}
-  outputs = {}
-
-  def jax_decode():
-    outputs["jax"] = np.asarray(model.predict_batch(params, predict_batch))
-
-  def torch_decode():
-    hf.eval()
-    with torch.no_grad():
-      outputs["torch"] = hf.generate(input_ids=tb["encoder_input_tokens"], attention_mask=mask,
-                                     do_sample=False, num_beams=1, max_new_tokens=TARGET_LEN,
-                                     min_new_tokens=TARGET_LEN).numpy()[:, 1:]
-
-  # Same weights before any update: greedy outputs must agree.
-  jax_decode(), torch_decode()
-  agree = float(np.mean(outputs["jax"] == outputs["torch"]))
-  times = {k: [] for k in ("jax_train", "torch_train", "jax_decode", "torch_decode")}
-  fns = {"jax_train": jax_train, "torch_train": torch_train, "jax_decode": jax_decode,
-         "torch_decode": torch_decode}
-  for fn in fns.values():  # warm-up (compilation for jax)
-    fn()
-  for _ in range(reps):
-    for key, fn in fns.items():
-      times[key].append(_timed(fn))
-  train_tokens = BATCH * (INPUT_LEN + TARGET_LEN)
-  decode_tokens = BATCH * TARGET_LEN
-  row = {"model": name, "params": sum(p.numel() for p in hf.parameters()),
-         "greedy_token_agreement": agree, "reps": reps}
-  for key, ts in times.items():
-    med = statistics.median(ts)
-    tokens = train_tokens if "train" in key else decode_tokens
-    row[f"{key}_s"] = med
-    row[f"{key}_tokens_per_s"] = tokens / med
-    # Best repetition: less sensitive to other jobs on a shared machine.
-    row[f"{key}_best_tokens_per_s"] = tokens / min(ts)
-  row["train_ratio_crosstask_over_hf"] = row["jax_train_tokens_per_s"] / row["torch_train_tokens_per_s"]
-  row["decode_ratio_crosstask_over_hf"] = (row["jax_decode_tokens_per_s"]
-                                           / row["torch_decode_tokens_per_s"])
-  return row
-
-
-def main() -> None:
+def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--quick", action="store_true", help="1 timed repetition instead of 3")
+  parser.add_argument("--quick", action="store_true",
+                      help="3 repetitions, tiny model, batch 8 decodes only (a smoke run)")
   parser.add_argument("--models", default="tiny,small", help="comma-separated: tiny,small")
-  parser.add_argument("--out", default=str(RESULTS), help="JSON output path")
-  args = parser.parse_args()
-  names = [n.strip() for n in args.models.split(",") if n.strip()]
-  for n in names:
-    if n not in MODELS:
-      raise SystemExit(f"--models: unknown model {n!r}; choose from {sorted(MODELS)}")
-  reps = 1 if args.quick else 3
-  start = time.perf_counter()
-  rows = [bench(n, reps) for n in names]
-  print(f"\nbatch {BATCH}, {INPUT_LEN} input / {TARGET_LEN} target tokens, vocab {VOCAB}, "
-        f"float32, AdamW; median of {reps}; train tokens = input + target, decode = generated")
-  header = (f"{'model':6} {'step crosstask':>15} {'step HF':>10} {'ratio':>6} "
-            f"{'decode crosstask':>17} {'decode HF':>10} {'ratio':>6}  (tokens/s)")
-  print(header)
+  parser.add_argument("--reps", type=int, default=5, help="timed repetitions per framework")
+  parser.add_argument("--only", default="", help="comma-separated workload kinds: train,greedy,beam4")
+  parser.add_argument("--threads", type=int, default=harness.default_threads(),
+                      help="intra-op threads for each framework (default: all cores)")
+  parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/...)")
+  args = parser.parse_args(argv)
+  models = [m.strip() for m in args.models.split(",") if m.strip()]
+  workloads = [TRAIN] + DECODES
+  if args.quick:
+    args.reps, models = min(args.reps, 3), ["tiny"]
+    workloads = [w for w in workloads if w["batch"] == 8]
+  if args.only:
+    kinds = set(args.only.split(","))
+    workloads = [w for w in workloads if w["kind"] in kinds]
+  start_load = os.getloadavg()
+  with harness.Timer() as timer, tempfile.TemporaryDirectory() as tmp:
+    rows = [r for m in models for r in bench_model(m, workloads, args.reps, args.threads, tmp)]
+  print(f"\nfloat32 CPU, {args.threads} threads per framework, median of {args.reps} "
+        f"(min-max); tokens/s")
+  print(harness.table(
+      [(r["model"], r["workload"], r["crosstask"]["per_s_median"],
+        f"{r['crosstask']['per_s_worst']:.0f}-{r['crosstask']['per_s_best']:.0f}",
+        r["hf"]["per_s_median"], f"{r['hf']['per_s_worst']:.0f}-{r['hf']['per_s_best']:.0f}",
+        r["ratio"], "1.3" if r["kind"] == "train" else "2.0",
+        r.get("outputs_equal", "-")) for r in rows],
+      ["model", "workload", "crosstask", "range", "HF", "range", "ratio", "goal", "equal"]))
   for r in rows:
-    print(f"{r['model']:6} {r['jax_train_tokens_per_s']:15.0f} {r['torch_train_tokens_per_s']:10.0f} "
-          f"{r['train_ratio_crosstask_over_hf']:6.2f} {r['jax_decode_tokens_per_s']:17.0f} "
-          f"{r['torch_decode_tokens_per_s']:10.0f} {r['decode_ratio_crosstask_over_hf']:6.2f}")
-  result = {
-      "benchmark": "step_and_decode", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-      "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                  "torch_threads": torch.get_num_threads(), "jax_backend": jax.default_backend(),
-                  # Other jobs on a shared machine skew both columns; recorded to judge that.
-                  "load_average_1_5_15min_at_end": os.getloadavg()},
-      "versions": {"jax": jax.__version__, "torch": torch.__version__,
-                   "transformers": transformers.__version__},
-      "setup": {"batch": BATCH, "input_len": INPUT_LEN, "target_len": TARGET_LEN, "vocab": VOCAB,
-                "dtype": "float32", "optimizer": "adamw", "dropout": 0.0, "quick": args.quick},
-      "results": rows, "total_seconds": time.perf_counter() - start,
-  }
-  out = pathlib.Path(args.out)
-  out.parent.mkdir(parents=True, exist_ok=True)
-  out.write_text(json.dumps(result, indent=2))
-  print(f"wrote {out} ({result['total_seconds']:.0f} s)")
+    if "max_rss_mb" in r:
+      print(f"peak RSS {r['model']} train process: crosstask {r['max_rss_mb']['crosstask']:.0f} MB,"
+            f" HF {r['max_rss_mb']['hf']:.0f} MB")
+  harness.write("step_and_decode", {
+      "setup": {"dtype": "float32", "optimizer": "adamw", "dropout": 0.0, "reps": args.reps,
+                "quick": args.quick, "vocab": 32128, "threads": args.threads},
+      "results": rows, "total_seconds": timer.seconds}, args.threads, start_load, args.out)
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

@@ -3,6 +3,7 @@
 from typing import Sequence
 
 from crosstask.eval import _checks
+from crosstask.eval import _rouge_fast
 from crosstask.eval import tokenizers as tok
 
 
@@ -33,8 +34,15 @@ def rouge(
   Not the `rouge` PyPI package the CSL scripts call: that one counts unique
   n-grams and weights rouge-l's F by beta = P/R, so its numbers differ a little.
   """
-  from rouge_score import rouge_scorer  # pylint: disable=g-import-not-at-top  # imports nltk
   _checks.check_pairs(targets, predictions, "rouge")
+  if _rouge_fast.supports(score_keys):
+    # Same numbers as rouge-score below (tested), with a C LCS: ~100x faster on abstracts.
+    for i, (target, prediction) in enumerate(zip(targets, predictions)):
+      _checks.check_text(target, "rouge", "targets", i)
+      _checks.check_text(prediction, "rouge", "predictions", i)
+    return _rouge_fast.mean_fmeasures(targets, predictions, score_keys,
+                                      tok.get_tokenizer(tokenizer))
+  from rouge_score import rouge_scorer  # pylint: disable=g-import-not-at-top  # imports nltk
   scorer = rouge_scorer.RougeScorer(list(score_keys),
                                     tokenizer=_Tokenizer(tokenizer))
   totals = {key: 0.0 for key in score_keys}

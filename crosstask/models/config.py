@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 _ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "linear")
 _DTYPES = ("float32", "bfloat16", "float16")
+REMAT_POLICIES = ("none", "full", "minimal")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,6 +16,9 @@ class TransformerConfig:
   `activations` lists the MLP branches multiplied together: ("relu",) is T5 1.0 /
   LongLM, ("gelu", "linear") the gated-GELU of T5 1.1 / mT5. "gelu" is the tanh
   approximation (HF `gelu_new`, T5X), "gelu_exact" the erf form.
+  `remat_policy` trades compute for activation memory in training, like T5X's: "none"
+  keeps every activation, "full" recomputes each layer in the backward pass, "minimal"
+  keeps the weight matmul outputs and recomputes the rest (attention, norms, activations).
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
   """
@@ -37,6 +41,7 @@ class TransformerConfig:
   decoder_start_id: int = 0
   dtype: str = "bfloat16"
   param_dtype: str = "float32"
+  remat_policy: str = "none"
 
   def __post_init__(self):
     # Gin hands lists; keep the record hashable.
@@ -61,6 +66,9 @@ class TransformerConfig:
                        f"{self.vocab_size}), got {self.decoder_start_id!r}")
     if self.layer_norm_epsilon <= 0:
       raise ValueError(f"TransformerConfig.layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}")
+    if self.remat_policy not in REMAT_POLICIES:
+      raise ValueError(f"TransformerConfig.remat_policy must be one of {REMAT_POLICIES}, "
+                       f"got {self.remat_policy!r}")
     for name in ("dtype", "param_dtype"):
       if getattr(self, name) not in _DTYPES:
         raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")

@@ -169,12 +169,21 @@ class MultiHeadAttention(nn.Module):
         step_bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
         bias = step_bias if bias is None else bias + step_bias
 
+    # Beam / sample copies of one example share its encoder keys: with cross keys cached
+    # at batch B and queries at B * n (rows b*n .. b*n+n-1, decoding.repeat_batch's
+    # order), the n copies attend as n query positions of example b, so the keys are
+    # read once per example and never repeated or reordered with the beams.
+    groups = query.shape[0] // key.shape[0]
+    if groups > 1:
+      query = query.reshape((key.shape[0], groups * query.shape[1]) + query.shape[2:])
     logits = jnp.einsum("bqhd,bkhd->bhqk", query, key).astype(jnp.float32)
     if bias is not None:
       logits = logits + bias
     weights = jax.nn.softmax(logits, axis=-1)
     weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=not enable_dropout)
     out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(dt), value)
+    if groups > 1:
+      out = out.reshape((out.shape[0] * groups, out.shape[1] // groups) + out.shape[2:])
     out = jnp.einsum("bqhd,hdm->bqm", out, wo.astype(dt))
     return nn.with_logical_constraint(out, ("batch", "length", "embed"))
 

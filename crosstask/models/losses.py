@@ -30,8 +30,13 @@ def compute_weighted_cross_entropy(
                            + (vocab - 1) * low * jnp.log(low + 1e-20))
   logits = logits.astype(jnp.float32)
   log_z = jax.nn.logsumexp(logits, axis=-1)
-  # sum(soft_targets * logits) without materialising the [..., V] soft targets.
-  target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+  # sum(soft_targets * logits) without materialising the [..., V] soft targets. The
+  # target logit is picked by an iota compare rather than a gather: the value is the
+  # same (one term plus zeros), but its gradient is elementwise and fuses into the
+  # softmax gradient instead of a scatter into a zero [..., V] buffer plus an extra
+  # pass (and, on CPU, a transposed copy) over the logits.
+  is_target = targets[..., None] == jnp.arange(vocab, dtype=targets.dtype)
+  target_logit = jnp.sum(jnp.where(is_target, logits, 0.0), axis=-1)
   soft_dot = (confidence - low) * target_logit
   if label_smoothing:
     soft_dot = soft_dot + low * jnp.sum(logits, axis=-1)

@@ -10,6 +10,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flax import traverse_util
+import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -166,7 +168,9 @@ class EncoderDecoderModel:
     _, init = module.apply({"params": params}, encoded, enc, jnp.zeros_like(dec_in[:, :1]),
                            decode=True, max_decode_length=max_len, method=module.decode,
                            mutable=["cache"])
-    cache = init["cache"]
+    # Encoder keys/values stay out of the loop state at batch B: the loop neither
+    # repeats them per beam nor reorders them every step (see layers.MultiHeadAttention).
+    static_cache, cache = _split_cross_cache(init["cache"])
     if "decoder_prompt_tokens" in batch:
       prompt = batch["decoder_prompt_tokens"].astype(jnp.int32)
     elif prompt_with_targets:
@@ -174,14 +178,14 @@ class EncoderDecoderModel:
       prompt = tail * jnp.cumprod(tail != 0, axis=1).astype(tail.dtype)
     else:
       prompt = jnp.zeros((enc.shape[0], 1), jnp.int32)
-    encoded_rep = decoding.repeat_batch(encoded, num_decodes)
-    enc_rep = decoding.repeat_batch(enc, num_decodes)
 
     def tokens_to_logits(token, step_cache):
+      full_cache = flax.core.unfreeze(traverse_util.unflatten_dict(
+          {**traverse_util.flatten_dict(step_cache), **static_cache}))
       logits, mutated = module.apply(
-          {"params": params, "cache": step_cache}, encoded_rep, enc_rep, token,
+          {"params": params, "cache": full_cache}, encoded, enc, token,
           decode=True, max_decode_length=max_len, method=module.decode, mutable=["cache"])
-      return logits[:, -1], mutated["cache"]
+      return logits[:, -1], _split_cross_cache(mutated["cache"])[1]
 
     kwargs = dict(decoder_items)
     if "decode_rng" in self._decode_args:
@@ -191,6 +195,14 @@ class EncoderDecoderModel:
     seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
                                   max_decode_len=max_len, **kwargs)
     return seqs.astype(jnp.int32), scores.astype(jnp.float32)
+
+
+def _split_cross_cache(cache) -> tuple[dict, dict]:
+  """({flat path: leaf} of the projected encoder keys/values, the rest as a nested dict)."""
+  flat = traverse_util.flatten_dict(flax.core.unfreeze(cache))
+  cross = {k: v for k, v in flat.items() if k[-1] in ("cross_key", "cross_value")}
+  rest = {k: v for k, v in flat.items() if k not in cross}
+  return cross, traverse_util.unflatten_dict(rest)
 
 
 def _check_batch(batch: Batch) -> None:

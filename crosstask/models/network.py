@@ -27,11 +27,20 @@ def _pair_mask(q_valid: jax.Array, k_valid: jax.Array, q_segments=None, k_segmen
   return mask
 
 
+def _maybe_remat(layer_cls: type[nn.Module], cfg: TransformerConfig, static_argnums: tuple[int, ...]):
+  """The layer class, wrapped in nn.remat per `cfg.remat_policy` (flags passed positionally)."""
+  if cfg.remat_policy == "none":
+    return layer_cls
+  policy = {"full": None,
+            "minimal": jax.checkpoint_policies.dots_with_no_batch_dims_saveable}[cfg.remat_policy]
+  return nn.remat(layer_cls, policy=policy, static_argnums=static_argnums)
+
+
 class EncoderLayer(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, x, bias, *, enable_dropout=False):
+  def __call__(self, x, bias, enable_dropout=False):
     cfg = self.config
     drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=not enable_dropout)
     y = layers.RMSNorm(cfg, name="pre_attention_layer_norm")(x)
@@ -46,7 +55,7 @@ class DecoderLayer(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, x, encoded, self_bias, cross_bias, *, enable_dropout=False, decode=False,
+  def __call__(self, x, encoded, self_bias, cross_bias, enable_dropout=False, decode=False,
                cache_length=None):
     cfg = self.config
     drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=not enable_dropout)
@@ -78,8 +87,9 @@ class Encoder(nn.Module):
     x = self.shared_embedding(tokens)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
+    layer_cls = _maybe_remat(EncoderLayer, cfg, static_argnums=(3,))  # self=0: enable_dropout
     for i in range(cfg.num_encoder_layers):
-      x = EncoderLayer(cfg, name=f"layers_{i}")(x, bias, enable_dropout=enable_dropout)
+      x = layer_cls(cfg, name=f"layers_{i}")(x, bias, enable_dropout)
     x = layers.RMSNorm(cfg, name="encoder_norm")(x)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     return nn.with_logical_constraint(x, _EMBED)
@@ -122,10 +132,11 @@ class Decoder(nn.Module):
     x = self.shared_embedding(tokens)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
+    # Remat only helps the backward pass; step-by-step decoding keeps the plain layer.
+    layer_cls = DecoderLayer if decode else _maybe_remat(DecoderLayer, cfg, static_argnums=(5, 6, 7))
     for i in range(cfg.num_decoder_layers):
-      x = DecoderLayer(cfg, name=f"layers_{i}")(
-          x, encoded, self_bias, cross_bias, enable_dropout=enable_dropout, decode=decode,
-          cache_length=max_decode_length)
+      x = layer_cls(cfg, name=f"layers_{i}")(
+          x, encoded, self_bias, cross_bias, enable_dropout, decode, max_decode_length)
     x = layers.RMSNorm(cfg, name="decoder_norm")(x)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     if cfg.logits_via_embedding:

@@ -1,0 +1,148 @@
+"""Shared machinery of the benchmarks: one process per framework, alternating timings, JSON.
+
+Why this shape: on a shared 2-core machine the two frameworks' numbers swing by
+several times between runs, and more so when both live in one process (two
+thread pools fighting). So each framework runs in its own worker process that
+builds and warms up its workload once (compilation excluded), and the parent
+asks the workers for one timed repetition at a time, alternating A B B A ...,
+so both see the same machine state. Every result records the median, min and
+max, the CPU model, the thread settings and the load average before and after.
+"""
+
+import datetime
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+WORKER = ROOT / "benchmarks" / "side_worker.py"
+
+
+def cpu_model() -> str:
+  try:
+    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+      if line.startswith("model name"):
+        return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or "unknown"
+
+
+def default_threads() -> int:
+  return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def thread_env(threads: int) -> dict[str, str]:
+  """Same intra-op parallelism on both sides: torch / OpenMP / MKL threads and XLA's pool."""
+  env = dict(os.environ)
+  env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+             CROSSTASK_BENCH_THREADS=str(threads),
+             PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  env.setdefault("TRANSFORMERS_VERBOSITY", "error")
+  env.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+  env.setdefault("TQDM_DISABLE", "1")
+  return env
+
+
+def machine(threads: int) -> dict[str, Any]:
+  return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "threads_per_framework": threads,
+          "platform": platform.platform(), "python": platform.python_version(),
+          "load_average_1_5_15min_at_start": list(os.getloadavg()),
+          "xla_flags": os.environ.get("XLA_FLAGS", "")}
+
+
+def summary(seconds: Sequence[float], units: float) -> dict[str, float]:
+  """Median / min / max of the repetitions, as seconds and as units per second."""
+  med = statistics.median(seconds)
+  return {"reps": len(seconds), "median_s": med, "min_s": min(seconds), "max_s": max(seconds),
+          "per_s_median": units / med, "per_s_best": units / min(seconds),
+          "per_s_worst": units / max(seconds)}
+
+
+class Worker:
+  """A framework in its own process, driven one request (a JSON line) at a time."""
+
+  def __init__(self, framework: str, threads: int):
+    self.framework = framework
+    self.proc = subprocess.Popen(
+        [sys.executable, "-u", str(WORKER), framework], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True, env=thread_env(threads), cwd=str(ROOT))
+
+  def call(self, op: str, **kwargs) -> dict[str, Any]:
+    self.proc.stdin.write(json.dumps({"op": op, **kwargs}) + "\n")
+    self.proc.stdin.flush()
+    line = self.proc.stdout.readline()
+    if not line:
+      raise RuntimeError(f"{self.framework} worker died during {op!r} "
+                         f"(exit code {self.proc.wait()}); its stderr is above")
+    reply = json.loads(line)
+    if "error" in reply:
+      raise RuntimeError(f"{self.framework} worker failed on {op!r}: {reply['error']}")
+    return reply
+
+  def close(self) -> None:
+    if self.proc.poll() is None:
+      try:
+        self.call("exit")
+      except (RuntimeError, BrokenPipeError):
+        pass
+      self.proc.wait(timeout=60)
+
+
+def alternate(workers: Sequence[Worker], reps: int) -> dict[str, list[float]]:
+  """`reps` timed runs per worker, order flipped every round (A B, B A, ...)."""
+  times = {w.framework: [] for w in workers}
+  for r in range(reps):
+    order = workers if r % 2 == 0 else list(reversed(workers))
+    for w in order:
+      times[w.framework].append(w.call("run")["seconds"])
+  return times
+
+
+def write(name: str, payload: Mapping[str, Any], threads: int, start_load: Sequence[float],
+          out: str | None = None) -> pathlib.Path:
+  """benchmarks/results/<name>.json with date, machine, versions and load at start and end."""
+  info = machine(threads)
+  info["load_average_1_5_15min_at_start"] = list(start_load)
+  info["load_average_1_5_15min_at_end"] = list(os.getloadavg())
+  result = {"benchmark": name,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": info, **payload}
+  path = pathlib.Path(out) if out else RESULTS / f"{name}.json"
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps(result, indent=2) + "\n")
+  print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+  return path
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+  cells = [[str(c) for c in header]] + [[_fmt(c) for c in r] for r in rows]
+  widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+  lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+           for r in cells]
+  lines.insert(1, "  ".join("-" * w for w in widths))
+  return "\n".join(lines)
+
+
+def _fmt(c: Any) -> str:
+  if isinstance(c, float):
+    return f"{c:.2f}" if abs(c) < 100 else f"{c:.0f}"
+  return str(c)
+
+
+class Timer:
+  def __enter__(self):
+    self.start = time.perf_counter()
+    return self
+
+  def __exit__(self, *exc):
+    self.seconds = time.perf_counter() - self.start

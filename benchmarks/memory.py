@@ -1,0 +1,119 @@
+"""Memory: peak host RSS of the T5 1.1 small training step (crosstask vs HF), and the
+compiled memory of a LongLM-large training step at batch 8 x 512/512 per remat policy.
+
+The RSS part runs each framework's step in a fresh process (benchmarks/side_worker.py)
+and reads its peak resident set after a few steps; goal: crosstask <= HF. The
+LongLM-large part only lowers and compiles the step on abstract shapes
+(`jax.jit(...).lower(...).compile().memory_analysis()`), so it needs no 1B-parameter
+weights nor the memory to run them: it shows what `remat_policy` saves.
+
+    python benchmarks/memory.py [--quick] [--policies none,full,minimal]
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+import harness
+
+sys.path.insert(0, str(harness.ROOT))
+
+TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
+
+
+def peak_rss(threads: int, steps: int) -> dict[str, float]:
+  with tempfile.TemporaryDirectory() as tmp:
+    hf = harness.Worker("hf", threads)
+    try:
+      hf.call("save_checkpoint", model="small", dir=tmp)
+    finally:
+      hf.close()
+    result = {}
+    for framework in ("crosstask", "hf"):  # one at a time: a fresh process each
+      w = harness.Worker(framework, threads)
+      try:
+        w.call("setup", workload=TRAIN, checkpoint=tmp)
+        for _ in range(steps):
+          w.call("run")
+        result[framework] = w.call("rss")["max_rss_mb"]
+      finally:
+        w.close()
+  return result
+
+
+def compiled_memory(policy: str, batch: int, length: int) -> dict[str, float]:
+  """Bytes XLA plans for one LongLM-large train step (Adafactor, as the gin files train)."""
+  import jax
+  import jax.numpy as jnp
+  import optax
+  from crosstask.models import builder
+  from crosstask.models import hf_import
+  from crosstask.models.model import EncoderDecoderModel
+  from crosstask.models.network import Transformer
+  from crosstask.runtime import optimizers
+
+  config = builder.config_from_gin("crosstask/gin/longlm/large.gin",
+                                   [f"config.TransformerConfig.remat_policy = '{policy}'"])
+  model = EncoderDecoderModel(Transformer(config), None, None)
+  tx = optimizers.adafactor(learning_rate=1e-3)
+  params = hf_import.abstract_params(config)
+  opt_state = jax.eval_shape(tx.init, params)
+  tokens = jax.ShapeDtypeStruct((batch, length), jnp.int32)
+  batch_spec = {"encoder_input_tokens": tokens, "decoder_input_tokens": tokens,
+                "decoder_target_tokens": tokens}
+
+  def step(p, s, b, rng):
+    (_, metrics), grads = jax.value_and_grad(model.loss_fn, has_aux=True)(p, b, rng)
+    updates, s = tx.update(grads, s, p)
+    return optax.apply_updates(p, updates), s, metrics
+
+  with harness.Timer() as t:
+    compiled = jax.jit(step, donate_argnums=(0, 1)).lower(
+        params, opt_state, batch_spec, jax.random.key(0)).compile()
+  m = compiled.memory_analysis()
+  gib = 1024 ** 3
+  return {"policy": policy, "dtype": config.dtype, "compile_s": t.seconds,
+          "arguments_gib": m.argument_size_in_bytes / gib,
+          "outputs_gib": m.output_size_in_bytes / gib,
+          "temporaries_gib": m.temp_size_in_bytes / gib,
+          "aliased_gib": m.alias_size_in_bytes / gib,
+          "peak_estimate_gib": (m.argument_size_in_bytes + m.output_size_in_bytes
+                                - m.alias_size_in_bytes + m.temp_size_in_bytes) / gib,
+          "params": builder.param_count(config)}
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--quick", action="store_true", help="2 steps; remat none and full only")
+  parser.add_argument("--policies", default="none,full,minimal")
+  parser.add_argument("--steps", type=int, default=3)
+  parser.add_argument("--threads", type=int, default=harness.default_threads())
+  parser.add_argument("--skip_rss", action="store_true")
+  parser.add_argument("--out", default=None)
+  args = parser.parse_args(argv)
+  policies = args.policies.split(",")
+  if args.quick:
+    args.steps, policies = 2, [p for p in policies if p in ("none", "full")]
+  start_load = os.getloadavg()
+  payload = {}
+  if not args.skip_rss:
+    rss = peak_rss(args.threads, args.steps)
+    payload["small_train_peak_rss_mb"] = {**rss, "ratio_crosstask_over_hf": rss["crosstask"] / rss["hf"],
+                                          "goal": "crosstask <= hf",
+                                          "goal_met": rss["crosstask"] <= rss["hf"]}
+    print(f"peak RSS, T5 1.1 small train step (batch 8, 256/64): crosstask {rss['crosstask']:.0f} MB,"
+          f" HF {rss['hf']:.0f} MB (goal: crosstask <= HF: {rss['crosstask'] <= rss['hf']})")
+  rows = [compiled_memory(p, 8, 512) for p in policies]
+  payload["longlm_large_compiled_step"] = {"batch": 8, "input_len": 512, "target_len": 512,
+                                           "optimizer": "adafactor", "policies": rows}
+  print("\nLongLM-large train step, batch 8 x 512/512, compiled memory (GiB, XLA CPU)")
+  print(harness.table([(r["policy"], r["params"] / 1e6, r["arguments_gib"], r["temporaries_gib"],
+                        r["peak_estimate_gib"], r["compile_s"]) for r in rows],
+                      ["remat", "params (M)", "arguments", "temporaries", "peak", "compile s"]))
+  harness.write("memory", payload, args.threads, start_load, args.out)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,133 @@
+"""`make bench`: every benchmark in turn, then the table in benchmarks/README.md.
+
+    python benchmarks/run_all.py [--quick] [--only step_and_decode,metrics_speed,...]
+    python benchmarks/run_all.py --report_only   # rebuild the README table from results/
+
+Benchmarks on real data need CROSSTASK_DATA_DIR; when it is unset and ../shared/data
+(next to the checkout, as in CI) exists, that folder is used. About 10-12 minutes
+on a quiet 2-core machine; --quick is a smoke run of a few minutes.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import harness
+
+BENCHMARKS = ["step_and_decode", "metrics_speed", "finetune_csl", "memory", "gpu_longlm"]
+README = harness.ROOT / "benchmarks" / "README.md"
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+
+
+def _load(name: str) -> dict | None:
+  path = harness.RESULTS / f"{name}.json"
+  return json.loads(path.read_text()) if path.exists() else None
+
+
+def _load_note(r: dict) -> str:
+  m = r["machine"]
+  return (f"{r['date']}, {m['cpu_model']}, {m['cpu_count']} cores, "
+          f"{m['threads_per_framework']} threads/framework, load {m['load_average_1_5_15min_at_start'][0]:.1f}"
+          f" -> {m['load_average_1_5_15min_at_end'][0]:.1f}")
+
+
+def results_table() -> str:
+  """Markdown: one line per target, the measured ratio next to its goal."""
+  lines = ["| target | measured | goal | met | run |", "|---|---|---|---|---|"]
+
+  def add(target, measured, goal, met, r):
+    lines.append(f"| {target} | {measured} | {goal} | {'yes' if met else 'no'} | {_load_note(r)} |")
+
+  sd = _load("step_and_decode")
+  if sd:
+    for row in sd["results"]:
+      goal = 1.3 if row["kind"] == "train" else 2.0
+      extra = ""
+      if row["kind"] != "train":
+        equal = "yes" if row["outputs_equal"] else "no ({:.0%} of rows)".format(row["rows_equal"])
+        extra = f", outputs equal: {equal}"
+      add(f"{row['model']} {row['workload']} tokens/s vs HF",
+          f"{row['ratio']:.2f}x ({row['crosstask']['per_s_median']:.0f} vs "
+          f"{row['hf']['per_s_median']:.0f}){extra}", f">= {goal}x", row["ratio"] >= goal, sd)
+  ms = _load("metrics_speed")
+  if ms:
+    r = ms["rouge_l_char"]
+    add(f"char ROUGE-L, {r['pairs']} CSL abstract pairs",
+        f"{r['crosstask']['median_s']:.2f} s (rouge-score ~{r['rouge_score_seconds_extrapolated']:.0f} s;"
+        f" equal: {'yes' if r['equal_on_subset'] else 'no'})", "< 2 s", r["goal_met"], ms)
+  ft = _load("finetune_csl")
+  if ft:
+    f = ft["finetune"]
+    pad = f["padding_fraction"]
+    add(f"CSL abstract->title fine-tuning, non-padding tokens/s (T5 1.1 {ft['setup']['model']})",
+        f"{f['ratio']:.2f}x ({f['crosstask']['per_s_median']:.0f} vs {f['hf']['per_s_median']:.0f}; "
+        f"padding {pad['crosstask']:.0%} packed vs {pad['hf']:.0%} HF)", ">= 2x", f["ratio"] >= 2, ft)
+    p = ft["input_pipeline"]
+    add(f"packed CSL batches/s vs the T5 1.1 {ft['setup']['model']} train step's",
+        f"{p['ratio']:.1f}x ({p['batches_per_s']:.1f} vs {p['step_batches_per_s']:.2f})", ">= 5x",
+        p["ratio"] >= 5, ft)
+  mem = _load("memory")
+  if mem:
+    if "small_train_peak_rss_mb" in mem:
+      r = mem["small_train_peak_rss_mb"]
+      add("peak RSS, small train step process", f"{r['crosstask']:.0f} MB vs HF {r['hf']:.0f} MB",
+          "<= HF", r["goal_met"], mem)
+    pol = mem["longlm_large_compiled_step"]["policies"]
+    add("LongLM-large step 8 x 512/512, compiled memory by remat",
+        "; ".join(f"{p['policy']}: {p['peak_estimate_gib']:.1f} GiB "
+                  f"(temps {p['temporaries_gib']:.1f})" for p in pol), "reported", True, mem)
+  gpu = _load("gpu_longlm")
+  if gpu:
+    c = gpu["results"]["crosstask"]
+    add("GPU LongLM-large bf16 step: MFU, ratio vs HF",
+        f"MFU {100 * (c['mfu'] or 0):.0f}%, {gpu['ratio']:.2f}x", ">= 50%, >= 1.5x",
+        (c["mfu"] or 0) >= 0.5 and gpu["ratio"] >= 1.5, gpu)
+  else:
+    lines.append("| GPU LongLM-large bf16 step | not run: no GPU on the benchmark machine | "
+                 ">= 50% MFU, >= 1.5x | - | - |")
+  return "\n".join(lines)
+
+
+def write_readme() -> None:
+  text = README.read_text()
+  head, rest = text.split(BEGIN, 1)
+  _, tail = rest.split(END, 1)
+  README.write_text(f"{head}{BEGIN}\n{results_table()}\n{END}{tail}")
+  print(f"updated {README.relative_to(harness.ROOT)}")
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--quick", action="store_true")
+  parser.add_argument("--only", default=",".join(BENCHMARKS))
+  parser.add_argument("--report_only", action="store_true")
+  args = parser.parse_args(argv)
+  if not args.report_only:
+    env = harness.thread_env(harness.default_threads())
+    # ../shared/data next to the checkout (CI), or two levels up for a git worktree.
+    for shared in (harness.ROOT.parent / "shared" / "data",
+                   harness.ROOT.parent.parent / "shared" / "data"):
+      if not env.get("CROSSTASK_DATA_DIR") and shared.is_dir():
+        env["CROSSTASK_DATA_DIR"] = str(shared)
+    failed = []
+    for name in args.only.split(","):
+      print(f"\n=== {name} ===", flush=True)
+      if name in ("metrics_speed", "finetune_csl") and not env.get("CROSSTASK_DATA_DIR"):
+        print(f"{name}: skipped, CROSSTASK_DATA_DIR is not set")
+        continue
+      cmd = [sys.executable, str(harness.ROOT / "benchmarks" / f"{name}.py")]
+      if args.quick:
+        cmd.append("--quick")
+      if subprocess.run(cmd, env=env, cwd=str(harness.ROOT)).returncode:
+        failed.append(name)
+    if failed:
+      print(f"failed: {', '.join(failed)}")
+  write_readme()
+  return 0 if args.report_only or not failed else 1
+
+
+if __name__ == "__main__":
+  sys.exit(main())
