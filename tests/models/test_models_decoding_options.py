@@ -11,6 +11,7 @@ from test_models_decoding import EOS, ToyLM, _trim
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+from test_models_decoding_hf import _ToyLogits  # noqa: E402  (needs transformers)
 
 
 _ban = jax.jit(decoding.ban_tokens,
@@ -33,18 +34,6 @@ def test_ban_tokens_hand_cases():
   assert np.flatnonzero(np.asarray(short[0]) < 0).tolist() == [EOS]
   assert np.array_equal(_ban(logits, history, 4, eos_id=EOS, min_length=4),
                         logits)
-
-
-class _ToyLogits(transformers.LogitsProcessor):
-  """The toy LM's log-probs for each running decoder sequence (see test_models_decoding_hf)."""
-
-  def __init__(self, lm: ToyLM, num_beams: int):
-    self.lm, self.num_beams = lm, num_beams
-
-  def __call__(self, input_ids, scores):
-    rows = [self.lm.step_logprobs(r // self.num_beams, ids[1:].tolist())
-            for r, ids in enumerate(input_ids)]
-    return torch.tensor(np.stack(rows), dtype=scores.dtype)
 
 
 def _hf_generate(lm, batch, prefix, length, num_beams, min_length, ngram, alpha=1.0):
