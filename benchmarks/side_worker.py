@@ -50,7 +50,18 @@ def cut_at_eos(rows) -> list[list[int]]:
   return out
 
 
-class HFSide:
+class _Side:
+  """A framework's side: `setup` builds `self.fn` (one workload call); `run` times it."""
+
+  fn = None
+
+  def run(self) -> dict:
+    start = time.perf_counter()
+    self.fn()
+    return {"seconds": time.perf_counter() - start}
+
+
+class HFSide(_Side):
   """transformers' T5ForConditionalGeneration: a train step with torch AdamW, and generate."""
 
   def __init__(self):
@@ -124,13 +135,8 @@ class HFSide:
     self.fn = fn
     return {"output": output}
 
-  def run(self) -> dict:
-    start = time.perf_counter()
-    self.fn()
-    return {"seconds": time.perf_counter() - start}
 
-
-class CrosstaskSide:
+class CrosstaskSide(_Side):
   """The runtime's Trainer.train_step and EncoderDecoderModel.predict_batch."""
 
   def __init__(self):
@@ -206,11 +212,6 @@ class CrosstaskSide:
     fn()
     self.fn = fn
     return {"output": output}
-
-  def run(self) -> dict:
-    start = time.perf_counter()
-    self.fn()
-    return {"seconds": time.perf_counter() - start}
 
 
 def main() -> None:
