@@ -20,30 +20,46 @@ import harness
 sys.path.insert(0, str(harness.ROOT))
 
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
+# XLA:CPU's memory-optimized scheduler (`Trainer.compiler_options` in gin).
+MEMORY_SCHEDULER = {"xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
+# crosstask settings measured against HF's one (no gradient checkpointing in HF).
+RSS_VARIANTS = {
+    "default": {},
+    "memory_scheduler": {"compiler_options": MEMORY_SCHEDULER},
+    "memory_scheduler+remat_full": {"compiler_options": MEMORY_SCHEDULER,
+                                    "config_overrides": {"remat_policy": "full"}},
+}
 
 
-def peak_rss(threads: int, steps: int) -> dict[str, float]:
+def peak_rss(threads: int, steps: int, variants: dict[str, dict]) -> dict[str, float]:
+  """Peak RSS (MB) per crosstask variant and for HF, each in a fresh process."""
   with tempfile.TemporaryDirectory() as tmp:
     hf = harness.Worker("hf", threads)
     try:
       hf.call("save_checkpoint", model="small", dir=tmp)
     finally:
       hf.close()
+    runs = [(f"crosstask:{name}", "crosstask", {**TRAIN, **extra})
+            for name, extra in variants.items()] + [("hf", "hf", TRAIN)]
     result = {}
-    for framework in ("crosstask", "hf"):  # one at a time: a fresh process each
+    for label, framework, workload in runs:  # one at a time: a fresh process each
       w = harness.Worker(framework, threads)
       try:
-        w.call("setup", workload=TRAIN, checkpoint=tmp)
+        w.call("setup", workload=workload, checkpoint=tmp)
         for _ in range(steps):
           w.call("run")
-        result[framework] = w.call("rss")["max_rss_mb"]
+        result[label] = w.call("rss")["max_rss_mb"]
       finally:
         w.close()
   return result
 
 
-def compiled_memory(policy: str, batch: int, length: int) -> dict[str, float]:
-  """Bytes XLA plans for one LongLM-large train step (Adafactor, as the gin files train)."""
+SCHEDULERS = {"default": {}, "memory": MEMORY_SCHEDULER}
+
+
+def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memory",
+                    model_gin: str = "crosstask/gin/longlm/large.gin") -> dict[str, float]:
+  """Bytes XLA plans for one LongLM train step (Adafactor, as the gin files train)."""
   import jax
   import jax.numpy as jnp
   import optax
@@ -53,7 +69,7 @@ def compiled_memory(policy: str, batch: int, length: int) -> dict[str, float]:
   from crosstask.models.network import Transformer
   from crosstask.runtime import optimizers
 
-  config = builder.config_from_gin("crosstask/gin/longlm/large.gin",
+  config = builder.config_from_gin(model_gin,
                                    [f"config.TransformerConfig.remat_policy = '{policy}'"])
   model = EncoderDecoderModel(Transformer(config), None, None)
   tx = optimizers.adafactor(learning_rate=1e-3)
@@ -69,11 +85,12 @@ def compiled_memory(policy: str, batch: int, length: int) -> dict[str, float]:
     return optax.apply_updates(p, updates), s, metrics
 
   with harness.Timer() as t:
-    compiled = jax.jit(step, donate_argnums=(0, 1)).lower(
+    compiled = jax.jit(step, donate_argnums=(0, 1),
+                       compiler_options=SCHEDULERS[scheduler] or None).lower(
         params, opt_state, batch_spec, jax.random.key(0)).compile()
   m = compiled.memory_analysis()
   gib = 1024 ** 3
-  return {"policy": policy, "dtype": config.dtype, "compile_s": t.seconds,
+  return {"policy": policy, "scheduler": scheduler, "model": model_gin, "dtype": config.dtype, "compile_s": t.seconds,
           "arguments_gib": m.argument_size_in_bytes / gib,
           "outputs_gib": m.output_size_in_bytes / gib,
           "temporaries_gib": m.temp_size_in_bytes / gib,
@@ -87,6 +104,10 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--quick", action="store_true", help="2 steps; remat none and full only")
   parser.add_argument("--policies", default="none,full,minimal")
+  parser.add_argument("--schedulers", default="memory",
+                      help="XLA:CPU schedulers to compile with: default, memory (comma-separated)")
+  parser.add_argument("--model_gin", default="crosstask/gin/longlm/large.gin")
+  parser.add_argument("--skip_compiled", action="store_true")
   parser.add_argument("--steps", type=int, default=3)
   parser.add_argument("--threads", type=int, default=harness.default_threads())
   parser.add_argument("--skip_rss", action="store_true")
@@ -98,19 +119,28 @@ def main(argv=None) -> int:
   start_load = os.getloadavg()
   payload = {}
   if not args.skip_rss:
-    rss = peak_rss(args.threads, args.steps)
-    payload["small_train_peak_rss_mb"] = {**rss, "ratio_crosstask_over_hf": rss["crosstask"] / rss["hf"],
-                                          "goal": "crosstask <= hf",
-                                          "goal_met": rss["crosstask"] <= rss["hf"]}
-    print(f"peak RSS, T5 1.1 small train step (batch 8, 256/64): crosstask {rss['crosstask']:.0f} MB,"
-          f" HF {rss['hf']:.0f} MB (goal: crosstask <= HF: {rss['crosstask'] <= rss['hf']})")
-  rows = [compiled_memory(p, 8, 512) for p in policies]
-  payload["longlm_large_compiled_step"] = {"batch": 8, "input_len": 512, "target_len": 512,
-                                           "optimizer": "adafactor", "policies": rows}
-  print("\nLongLM-large train step, batch 8 x 512/512, compiled memory (GiB, XLA CPU)")
-  print(harness.table([(r["policy"], r["params"] / 1e6, r["arguments_gib"], r["temporaries_gib"],
-                        r["peak_estimate_gib"], r["compile_s"]) for r in rows],
-                      ["remat", "params (M)", "arguments", "temporaries", "peak", "compile s"]))
+    rss = peak_rss(args.threads, args.steps, RSS_VARIANTS)
+    hf_mb = rss["hf"]
+    payload["small_train_peak_rss_mb"] = {
+        "hf": hf_mb, "goal": "crosstask <= hf",
+        "variants": {name: {"crosstask": rss[f"crosstask:{name}"], "settings": extra,
+                            "ratio_crosstask_over_hf": rss[f"crosstask:{name}"] / hf_mb,
+                            "goal_met": rss[f"crosstask:{name}"] <= hf_mb}
+                     for name, extra in RSS_VARIANTS.items()}}
+    print("peak RSS, T5 1.1 small train step (batch 8, 256/64), MB")
+    print(harness.table([(name, rss[f"crosstask:{name}"], hf_mb, rss[f"crosstask:{name}"] / hf_mb)
+                         for name in RSS_VARIANTS], ["crosstask", "MB", "HF MB", "ratio"]))
+  if not args.skip_compiled:
+    rows = [compiled_memory(p, 8, 512, sched, args.model_gin)
+            for sched in args.schedulers.split(",") for p in policies]
+    payload["longlm_large_compiled_step"] = {"batch": 8, "input_len": 512, "target_len": 512,
+                                             "optimizer": "adafactor", "model": args.model_gin,
+                                             "policies": rows}
+    print(f"\n{args.model_gin} train step, batch 8 x 512/512, compiled memory (GiB, XLA CPU)")
+    print(harness.table([(r["policy"], r["scheduler"], r["params"] / 1e6, r["arguments_gib"],
+                          r["temporaries_gib"], r["peak_estimate_gib"], r["compile_s"]) for r in rows],
+                        ["remat", "scheduler", "params (M)", "arguments", "temporaries", "peak",
+                         "compile s"]))
   harness.write("memory", payload, args.threads, start_load, args.out)
   return 0
 

@@ -73,12 +73,15 @@ def results_table() -> str:
   if mem:
     if "small_train_peak_rss_mb" in mem:
       r = mem["small_train_peak_rss_mb"]
-      add("peak RSS, small train step process", f"{r['crosstask']:.0f} MB vs HF {r['hf']:.0f} MB",
-          "<= HF", r["goal_met"], mem)
-    pol = mem["longlm_large_compiled_step"]["policies"]
-    add("LongLM-large step 8 x 512/512, compiled memory by remat",
-        "; ".join(f"{p['policy']}: {p['peak_estimate_gib']:.1f} GiB "
-                  f"(temps {p['temporaries_gib']:.1f})" for p in pol), "reported", True, mem)
+      for name, v in r.get("variants", {"default": r}).items():
+        add(f"peak RSS, small train step process ({name})",
+            f"{v['crosstask']:.0f} MB vs HF {r['hf']:.0f} MB", "<= HF", v["goal_met"], mem)
+    if "longlm_large_compiled_step" in mem:
+      pol = mem["longlm_large_compiled_step"]["policies"]
+      add("LongLM-large step 8 x 512/512, compiled memory by remat",
+          "; ".join(f"{p['policy']}{' (' + p['scheduler'] + ')' if p.get('scheduler') else ''}: "
+                    f"{p['peak_estimate_gib']:.1f} GiB (temps {p['temporaries_gib']:.1f})"
+                    for p in pol), "reported", True, mem)
   gpu = _load("gpu_longlm")
   if gpu:
     c = gpu["results"]["crosstask"]

@@ -172,7 +172,8 @@ class CrosstaskSide(_Side):
       tx = optax.adamw(LR, weight_decay=WEIGHT_DECAY)
       shapes = {k: v.shape for k, v in batch.items()}
       trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx,
-                                    optax.constant_schedule(LR), shapes)
+                                    optax.constant_schedule(LR), shapes,
+                                    compiler_options=workload.get("compiler_options"))
       state = trainer.state_from_params(jax.device_put(params))
       rng = jax.random.key(0)
       self.state = state

@@ -27,8 +27,13 @@ class Trainer:
                learning_rate_fn: Callable[[Any], Any],
                input_shapes: Mapping[str, tuple[int, ...]],
                num_microbatches: int = 1,
-               skip_nonfinite_batches: bool = False):
+               skip_nonfinite_batches: bool = False,
+               compiler_options: Mapping[str, Any] | None = None):
     self.model = model
+    # XLA options for the train step's compilation, e.g. on CPU
+    # {'xla_cpu_scheduler_type': 'CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED'}, which
+    # orders the step to lower its peak memory (benchmarks/memory.py measures it).
+    self.compiler_options = dict(compiler_options or {})
     # Either way a step whose loss, gradients or update are NaN/Inf changes
     # nothing; the train loop then stops (default) or counts the skipped batch.
     self.skip_nonfinite_batches = skip_nonfinite_batches
@@ -113,16 +118,21 @@ class Trainer:
   def _train_step(self, state: State, batch, rng) -> tuple[State, dict]:
     dropout_rng = jax.random.fold_in(rng, state['step'])
     grads, metrics = self._grads(state['params'], batch, dropout_rng)
-    updates, opt_state = self.optimizer.update(grads, state['opt_state'], state['params'])
-    params = optax.apply_updates(state['params'], updates)
     metrics = dict(metrics)
     metrics['learning_rate'] = jnp.asarray(self.learning_rate_fn(state['step']), jnp.float32)
     metrics['grad_norm'] = optax.global_norm(grads)
-    finite = (jnp.isfinite(metrics['loss']) & jnp.isfinite(metrics['grad_norm'])
-              & jnp.isfinite(optax.global_norm(updates)))
-    # A non-finite step keeps the previous parameters and optimizer state.
-    params, opt_state = jax.tree.map(lambda new, old: jnp.where(finite, new, old),
-                                     (params, opt_state), (state['params'], state['opt_state']))
+    finite = jnp.isfinite(metrics['loss']) & jnp.isfinite(metrics['grad_norm'])
+
+    def update(params, opt_state):
+      updates, opt_state = self.optimizer.update(grads, opt_state, params)
+      return optax.apply_updates(params, updates), opt_state
+
+    # A non-finite step keeps the previous parameters and optimizer state. A cond
+    # (not a select over the whole state) lets the update run in place: a select
+    # needs the old and the new state alive together, a second copy of
+    # parameters and optimizer moments at the peak of the step.
+    params, opt_state = jax.lax.cond(finite, update, lambda p, o: (p, o),
+                                     state['params'], state['opt_state'])
     metrics['nonfinite'] = 1.0 - finite.astype(jnp.float32)
     return {'step': state['step'] + 1, 'params': params, 'opt_state': opt_state}, metrics
 
@@ -133,9 +143,14 @@ class Trainer:
           self._train_step,
           in_shardings=(self.state_shardings, batch_shardings, self.partitioner.replicated),
           out_shardings=(self.state_shardings, self.partitioner.replicated),
-          donate_argnums=(0,))
+          donate_argnums=(0,), compiler_options=self.compiler_options or None)
     with self.partitioner.context():
-      return self._step(state, batch, rng)
+      try:
+        return self._step(state, batch, rng)
+      except jax.errors.JaxRuntimeError as e:
+        if 'compile option' in str(e) and self.compiler_options:
+          raise ValueError(f'Trainer.compiler_options={self.compiler_options!r}: {e}') from e
+        raise
 
   def loss_and_grads(self, params, batch, rng=None):
     """Loss, metrics and gradients without an update (for parity checks)."""
