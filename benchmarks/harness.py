@@ -36,6 +36,24 @@ def cpu_model() -> str:
   return platform.processor() or "unknown"
 
 
+def cpu_peak_gflops(threads: int) -> float | None:
+  """Rough float32 peak of `threads` cores: 2 FMA pipes x SIMD width x clock, from /proc/cpuinfo.
+
+  AVX2+FMA: 32 flop/cycle/core; AVX-512: 64. The clock is the reported current
+  MHz, so the figure is a yardstick for "how much of the machine", not a spec.
+  """
+  try:
+    info = pathlib.Path("/proc/cpuinfo").read_text()
+  except OSError:
+    return None
+  flags = next((l for l in info.splitlines() if l.startswith("flags")), "").split()
+  mhz = [float(l.split(":")[1]) for l in info.splitlines() if l.startswith("cpu MHz")]
+  if not mhz or "fma" not in flags:
+    return None
+  per_cycle = 64 if "avx512f" in flags else 32 if "avx2" in flags else 16
+  return threads * per_cycle * max(mhz) / 1e3
+
+
 def default_threads() -> int:
   return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 

@@ -7,7 +7,7 @@ LongLM-large part only lowers and compiles the step on abstract shapes
 (`jax.jit(...).lower(...).compile().memory_analysis()`), so it needs no 1B-parameter
 weights nor the memory to run them: it shows what `remat_policy` saves.
 
-    python benchmarks/memory.py [--quick] [--policies none,full,minimal]
+    python benchmarks/memory.py [--quick] [--policies none,full] [--schedulers default,memory]
 """
 
 import argparse
@@ -103,7 +103,7 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--quick", action="store_true", help="2 steps; remat none and full only")
-  parser.add_argument("--policies", default="none,full,minimal")
+  parser.add_argument("--policies", default="none,full", help="remat policies: none,full,minimal")
   parser.add_argument("--schedulers", default="memory",
                       help="XLA:CPU schedulers to compile with: default, memory (comma-separated)")
   parser.add_argument("--model_gin", default="crosstask/gin/longlm/large.gin")

@@ -30,6 +30,36 @@ def _units(w: dict) -> int:
   return w["batch"] * w["new_tokens"]
 
 
+def model_gflop(model: str, w: dict) -> float:
+  """Matmul GFLOP (2 per multiply-add) of one workload call, at its nominal size.
+
+  Training is 3x the forward pass. Decoding counts the encoder, the cross-attention
+  keys/values (once per input token), then per generated token and beam one
+  decoder pass attending to half the new tokens on average, and the output layer.
+  Both frameworks do this work; tokens/s over it gives each side's GFLOP/s.
+  """
+  import side_worker
+  m = side_worker.MODELS[model]
+  d, f, n, inner = m["d_model"], m["d_ff"], m["num_layers"], m["num_heads"] * m["d_kv"]
+  vocab, gated = side_worker.VOCAB, 2  # T5 1.1: two input branches in the MLP
+  mlp = (gated + 1) * d * f * 2
+  s = w["input_len"]
+  enc_token = n * (4 * d * inner * 2 + 2 * s * inner * 2 + mlp)
+  cross_kv_token = n * 2 * d * inner * 2
+
+  def dec_token(context: float) -> float:
+    return n * (6 * d * inner * 2 + 2 * context * inner * 2 + 2 * s * inner * 2 + mlp) + d * vocab * 2
+
+  b = w["batch"]
+  if w["kind"] == "train":
+    t = w["target_len"]
+    forward = b * (s * (enc_token + cross_kv_token) + t * dec_token(t))
+    return 3 * forward / 1e9
+  rows = b * w.get("beams", 1)
+  return (b * s * (enc_token + cross_kv_token) + rows * w["new_tokens"]
+          * dec_token(w["new_tokens"] / 2)) / 1e9
+
+
 def _name(w: dict) -> str:
   return f"{w['kind']} b{w['batch']}"
 
@@ -49,6 +79,9 @@ def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp:
              "crosstask": harness.summary(times["crosstask"], _units(w)),
              "hf": harness.summary(times["hf"], _units(w))}
       row["ratio"] = row["crosstask"]["per_s_median"] / row["hf"]["per_s_median"]
+      row["gflop"] = model_gflop(model, w)
+      for side in ("crosstask", "hf"):
+        row[side]["gflop_per_s"] = row["gflop"] / row[side]["median_s"]
       if w["kind"] != "train":
         a, b = outputs["crosstask"], outputs["hf"]
         row["outputs_equal"] = a == b
@@ -87,21 +120,25 @@ def main(argv=None) -> int:
   start_load = os.getloadavg()
   with harness.Timer() as timer, tempfile.TemporaryDirectory() as tmp:
     rows = [r for m in models for r in bench_model(m, workloads, args.reps, args.threads, tmp)]
+  peak = harness.cpu_peak_gflops(args.threads)
   print(f"\nfloat32 CPU, {args.threads} threads per framework, median of {args.reps} "
-        f"(min-max); tokens/s")
+        f"(min-max); tokens/s; GFLOP/s from model_gflop (machine peak ~{peak or 0:.0f})")
   print(harness.table(
       [(r["model"], r["workload"], r["crosstask"]["per_s_median"],
         f"{r['crosstask']['per_s_worst']:.0f}-{r['crosstask']['per_s_best']:.0f}",
         r["hf"]["per_s_median"], f"{r['hf']['per_s_worst']:.0f}-{r['hf']['per_s_best']:.0f}",
         r["ratio"], "1.3" if r["kind"] == "train" else "2.0",
-        r.get("outputs_equal", "-")) for r in rows],
-      ["model", "workload", "crosstask", "range", "HF", "range", "ratio", "goal", "equal"]))
+        r.get("outputs_equal", "-"), r["crosstask"]["gflop_per_s"], r["hf"]["gflop_per_s"])
+       for r in rows],
+      ["model", "workload", "crosstask", "range", "HF", "range", "ratio", "goal", "equal",
+       "GFLOP/s ours", "GFLOP/s HF"]))
   for r in rows:
     if "max_rss_mb" in r:
       print(f"peak RSS {r['model']} train process: crosstask {r['max_rss_mb']['crosstask']:.0f} MB,"
             f" HF {r['max_rss_mb']['hf']:.0f} MB")
   harness.write("step_and_decode", {
       "setup": {"dtype": "float32", "optimizer": "adamw", "dropout": 0.0, "reps": args.reps,
+                "cpu_peak_gflop_per_s": peak,
                 "quick": args.quick, "vocab": 32128, "threads": args.threads},
       "results": rows, "total_seconds": timer.seconds}, args.threads, start_load, args.out)
   return 0

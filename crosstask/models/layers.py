@@ -176,12 +176,16 @@ class MultiHeadAttention(nn.Module):
     groups = query.shape[0] // key.shape[0]
     if groups > 1:
       query = query.reshape((key.shape[0], groups * query.shape[1]) + query.shape[2:])
-    logits = jnp.einsum("bqhd,bkhd->bhqk", query, key).astype(jnp.float32)
+    # Heads-first operands ([b, h, len, d]) make both products plain batched
+    # matmuls. Contracting [b, len, h, d] directly leaves XLA:CPU a strided
+    # batched dot that ran the attention forward 3-5x slower (benchmarks/README.md).
+    query, key, value = (jnp.swapaxes(t, 1, 2) for t in (query, key, value))
+    logits = jnp.einsum("bhqd,bhkd->bhqk", query, key).astype(jnp.float32)
     if bias is not None:
       logits = logits + bias
     weights = jax.nn.softmax(logits, axis=-1)
     weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=not enable_dropout)
-    out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(dt), value)
+    out = jnp.swapaxes(jnp.einsum("bhqk,bhkd->bhqd", weights.astype(dt), value), 1, 2)
     if groups > 1:
       out = out.reshape((out.shape[0] * groups, out.shape[1] // groups) + out.shape[2:])
     out = jnp.einsum("bqhd,hdm->bqm", out, wo.astype(dt))
