@@ -175,6 +175,7 @@ class CrosstaskSide(_Side):
                                     optax.constant_schedule(LR), shapes,
                                     compiler_options=workload.get("compiler_options"))
       state = trainer.state_from_params(jax.device_put(params))
+      del params  # As the runtime: the imported weights live on only in the state.
       rng = jax.random.key(0)
       self.state = state
       if workload["kind"] == "train_batches":

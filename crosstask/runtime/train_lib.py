@@ -106,6 +106,7 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
     params = checkpoints.load_params(restore_checkpoint_cfg.path, trainer.abstract_params())
     state = trainer.state_from_params(params)
+    del params  # Donated to the state; no second copy for the run.
     print(f'Initialised parameters from {restore_checkpoint_cfg.path}.', flush=True)
   else:
     state = trainer.init_state(random_seed)
