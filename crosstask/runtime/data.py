@@ -34,8 +34,11 @@ def import_tasks(module: str | Sequence[str] | None = None) -> None:
   Nothing else is imported: registration is opt-in, e.g. 'crosstask.tasks.<benchmark>'.
   """
   import importlib
-  for name in [module] if isinstance(module, str) else (module or ()):
-    importlib.import_module(name)
+  # A task module may register gin configurables (CSL's scenario helpers); it is
+  # often first imported here, after the run's config was parsed and locked.
+  with gin.unlock_config():
+    for name in [module] if isinstance(module, str) else (module or ()):
+      importlib.import_module(name)
 
 
 def get_mixture_or_task(name: str):

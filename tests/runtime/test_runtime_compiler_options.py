@@ -49,7 +49,7 @@ def test_memory_optimized_schedule_trains_the_same_and_plans_no_more_memory():
                a['params'], b['params'])
   state = plain.init_state(seed=0)
   batch = _batch(plain)
-  temps = [t._step.lower(state, batch, jax.random.key(0)).compile()
+  temps = [t.compile_train_step(state, batch, jax.random.key(0))
            .memory_analysis().temp_size_in_bytes for t in (plain, scheduled)]
   assert temps[1] <= temps[0]
 
