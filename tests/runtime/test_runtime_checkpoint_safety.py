@@ -74,7 +74,7 @@ def test_async_save_killed_before_commit_is_never_restored(tmp_path):
   assert not (model_dir / leftovers[0]).exists()  # The restarted manager cleared it.
 
 
-def _trainer() -> trainer_lib.Trainer:
+def _trainer(**trainer_kwargs) -> tuple[trainer_lib.Trainer, config_lib.TransformerConfig]:
   cfg = config_lib.TransformerConfig(
       vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
       num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
@@ -82,7 +82,8 @@ def _trainer() -> trainer_lib.Trainer:
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
   tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
   shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
-  return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes), cfg
+  return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes,
+                             **trainer_kwargs), cfg
 
 
 class _Payload:

@@ -3,25 +3,15 @@
 import jax
 import numpy as np
 import pytest
-import seqio
 
-from crosstask.models import config as config_lib
-from crosstask.models import model as model_lib
-from crosstask.models import network
-from crosstask.runtime import optimizers, partitioning, trainer as trainer_lib
+from crosstask.runtime import trainer as trainer_lib
+from test_runtime_checkpoint_safety import _trainer as tiny_trainer
 
 MEMORY_SCHEDULER = {'xla_cpu_scheduler_type': 'CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED'}
 
 
 def _trainer(**kwargs) -> trainer_lib.Trainer:
-  cfg = config_lib.TransformerConfig(
-      vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=2,
-      num_decoder_layers=2, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
-  vocab = seqio.ByteVocabulary()
-  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
-  shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
-  return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes, **kwargs)
+  return tiny_trainer(**kwargs)[0]
 
 
 def _batch(trainer):
