@@ -35,7 +35,7 @@ class Trainer:
     # {'xla_cpu_scheduler_type': 'CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED'}, which
     # orders the step to lower its peak memory (benchmarks/memory.py measures it).
     self.compiler_options = dict(compiler_options or {})
-    # Either way a step whose loss, gradients or update are NaN/Inf changes
+    # Either way a step whose loss or gradients are NaN/Inf changes
     # nothing; the train loop then stops (default) or counts the skipped batch.
     self.skip_nonfinite_batches = skip_nonfinite_batches
     self.partitioner = partitioner
