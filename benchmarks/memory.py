@@ -23,6 +23,7 @@ sys.path.insert(0, str(harness.ROOT))
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
 # XLA:CPU's memory-optimized scheduler (`Trainer.compiler_options` in gin).
 MEMORY_SCHEDULER = {"xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
+SCHEDULERS = {"default": {}, "memory": MEMORY_SCHEDULER}
 # crosstask settings measured against HF's one (no gradient checkpointing in HF).
 RSS_VARIANTS = {
     "default": {},
@@ -53,9 +54,6 @@ def peak_rss(threads: int, steps: int, variants: dict[str, dict]) -> dict[str, f
       finally:
         w.close()
   return result
-
-
-SCHEDULERS = {"default": {}, "memory": MEMORY_SCHEDULER}
 
 
 def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memory",
@@ -91,7 +89,8 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
         params, opt_state, batch_spec, jax.random.key(0)).compile()
   m = compiled.memory_analysis()
   gib = 1024 ** 3
-  return {"policy": policy, "scheduler": scheduler, "model": model_gin, "dtype": config.dtype, "compile_s": t.seconds,
+  return {"policy": policy, "scheduler": scheduler, "model": model_gin, "dtype": config.dtype,
+          "compile_s": t.seconds,
           "arguments_gib": m.argument_size_in_bytes / gib,
           "outputs_gib": m.output_size_in_bytes / gib,
           "temporaries_gib": m.temp_size_in_bytes / gib,
@@ -112,7 +111,7 @@ def _carry_skipped_parts(payload: dict, out: str | None) -> None:
   old = json.loads(previous.read_text())
   for part in ("small_train_peak_rss_mb", "longlm_large_compiled_step"):
     if part not in payload and part in old:
-      payload[part] = {**old[part], "measured_in_run": old[part].get("measured_in_run", old["date"])}
+      payload[part] = {"measured_in_run": old["date"], "machine": old["machine"], **old[part]}
 
 
 def main(argv=None) -> int:
