@@ -6,11 +6,12 @@ SentencePiece tokenization, EncDecFeatureConverter packing), against the batches
 per second the T5 1.1 small training step consumes (goal: >= 5x).
 
 Fine-tuning: non-padding input + target tokens per second through a training step
-of T5 1.1 small (same seeded weights both sides), crosstask on packed batches vs
-HF PyTorch on the same examples in stream order, batched as a Seq2SeqTrainer user
-gets them (DataCollatorForSeq2Seq: padding to the longest in each batch, labels
--100 on padding), with as many examples per HF batch as crosstask packs on average
-(the same tokens-per-batch budget). Goal: >= 2x. Both padding fractions recorded.
+of T5 1.1 small (same seeded weights both sides), crosstask on packed batches (the
+runtime's packer, first-fit-decreasing; `--packer seqio` for SeqIO's next-fit) vs
+HF PyTorch on exactly the examples of each packed batch, batched as a
+Seq2SeqTrainer user gets them (DataCollatorForSeq2Seq: padding to the longest in
+each batch, labels -100 on padding): the same real tokens per step on both sides.
+Goal: >= 2x. Both padding fractions recorded.
 Data: the shared `validation` split (CSL benchmark dev, 1000 papers), Chinese
 SentencePiece vocabulary (`vocab/sentencepiece_cn.model`).
 
@@ -31,7 +32,7 @@ sys.path.insert(0, str(harness.ROOT))
 TASK = "csl_zh_abstract_to_title"
 
 
-def _dataset(root, lengths: dict, pack: bool, batch: int | None):
+def _dataset(root, lengths: dict, pack: bool, batch: int | None, packer: str = "first_fit"):
   import gin
   import seqio
   from crosstask.runtime import data
@@ -39,7 +40,7 @@ def _dataset(root, lengths: dict, pack: bool, batch: int | None):
   gin.parse_config(f"vocabularies.task_vocabulary.path = "
                    f"'{root / 'vocab' / 'sentencepiece_cn.model'}'")
   data.import_tasks("crosstask.tasks.csl")
-  converter = seqio.EncDecFeatureConverter(pack=pack) if pack else None
+  converter = data.feature_converter(True, packer) if pack else None
   ds = seqio.get_dataset(TASK, task_feature_lengths=lengths, dataset_split="validation",
                          shuffle=False, num_epochs=None, feature_converter=converter) \
       if pack else seqio.get_mixture_or_task(TASK).get_dataset(
@@ -47,9 +48,9 @@ def _dataset(root, lengths: dict, pack: bool, batch: int | None):
   return ds.batch(batch, drop_remainder=True) if batch else ds
 
 
-def pipeline_rate(root, lengths, batch: int, n: int) -> dict:
+def pipeline_rate(root, lengths, batch: int, n: int, packer: str) -> dict:
   """Packed batches per second after the first two (graph building excluded)."""
-  it = _dataset(root, lengths, True, batch).as_numpy_iterator()
+  it = _dataset(root, lengths, True, batch, packer).as_numpy_iterator()
   next(it), next(it)
   with harness.Timer() as t:
     for _ in range(n):
@@ -57,40 +58,51 @@ def pipeline_rate(root, lengths, batch: int, n: int) -> dict:
   return {"batches": n, "seconds": t.seconds, "batches_per_s": n / t.seconds}
 
 
-def prepare(root, lengths, batch: int, num_batches: int, tmp: str) -> dict:
-  """npz files of packed (crosstask) and dynamically padded (HF) batches of the same examples."""
-  packed = _dataset(root, lengths, True, batch).as_numpy_iterator()
-  ours, n_examples, ours_real, ours_slots = {}, 0, 0, 0
+def unpack(batch: dict) -> list[tuple[np.ndarray, np.ndarray]]:
+  """The (inputs, targets) examples of a packed batch, row by row, segment by segment."""
+  out = []
+  for enc, enc_seg, tgt, tgt_seg in zip(batch["encoder_input_tokens"], batch["encoder_segment_ids"],
+                                        batch["decoder_target_tokens"], batch["decoder_segment_ids"]):
+    for s in range(1, int(max(enc_seg.max(), tgt_seg.max())) + 1):
+      out.append((enc[enc_seg == s], tgt[tgt_seg == s]))
+  return out
+
+
+def prepare(root, lengths, batch: int, num_batches: int, tmp: str, packer: str) -> dict:
+  """npz files of packed (crosstask) and dynamically padded (HF) batches of the same examples.
+
+  Each HF batch holds exactly the examples of the matching packed batch (read back
+  from its segments), so both sides train on the same real tokens per step.
+  """
+  packed = _dataset(root, lengths, True, batch, packer).as_numpy_iterator()
+  ours, theirs, n_examples = {}, {}, 0
+  real = {"crosstask": 0, "hf": 0}
+  slots = {"crosstask": 0, "hf": 0}
   for i in range(num_batches):
     b = next(packed)
     for k, v in b.items():
       ours[f"{i}/{k}"] = v
-    n_examples += int(sum(len(set(r[r > 0].tolist())) for r in b["encoder_segment_ids"]))
-    ours_real += int((b["encoder_input_tokens"] > 0).sum() + (b["decoder_target_tokens"] > 0).sum())
-    ours_slots += b["encoder_input_tokens"].size + b["decoder_target_tokens"].size
-  per_batch = max(1, round(n_examples / num_batches))
-  # The same examples, in the same order, unpacked: the stream packing consumed.
-  examples = _dataset(root, lengths, False, None).as_numpy_iterator()
-  theirs, hf_real, hf_slots = {}, 0, 0
-  for i in range(num_batches):
-    rows = [next(examples) for _ in range(per_batch)]
-    inputs = [r["inputs"] for r in rows]  # trimmed, EOS appended by the task
-    targets = [r["targets"] for r in rows]
-    li, lt = max(map(len, inputs)), max(map(len, targets))
-    ids = np.zeros((per_batch, li), np.int64)
-    labels = np.full((per_batch, lt), -100, np.int64)
-    for j, (x, y) in enumerate(zip(inputs, targets)):
+    real["crosstask"] += int((b["encoder_input_tokens"] > 0).sum()
+                             + (b["decoder_target_tokens"] > 0).sum())
+    slots["crosstask"] += b["encoder_input_tokens"].size + b["decoder_target_tokens"].size
+    examples = unpack(b)  # trimmed, EOS appended by the task
+    n_examples += len(examples)
+    li, lt = max(len(x) for x, _ in examples), max(len(y) for _, y in examples)
+    ids = np.zeros((len(examples), li), np.int64)
+    labels = np.full((len(examples), lt), -100, np.int64)
+    for j, (x, y) in enumerate(examples):
       ids[j, :len(x)], labels[j, :len(y)] = x, y
     theirs.update({f"{i}/input_ids": ids, f"{i}/attention_mask": (ids > 0).astype(np.int64),
                    f"{i}/labels": labels})
-    hf_real += int((ids > 0).sum() + (labels >= 0).sum())
-    hf_slots += ids.size + labels.size
+    real["hf"] += int((ids > 0).sum() + (labels >= 0).sum())
+    slots["hf"] += ids.size + labels.size
+  if real["crosstask"] != real["hf"]:
+    raise AssertionError(f"unpacking lost tokens: {real}")
   paths = {"crosstask": os.path.join(tmp, "packed.npz"), "hf": os.path.join(tmp, "padded.npz")}
   np.savez(paths["crosstask"], **ours)
   np.savez(paths["hf"], **theirs)
-  return {"paths": paths, "examples_per_batch": per_batch,
-          "real_tokens": {"crosstask": ours_real, "hf": hf_real},
-          "padding_fraction": {"crosstask": 1 - ours_real / ours_slots, "hf": 1 - hf_real / hf_slots}}
+  return {"paths": paths, "examples_per_batch": n_examples / num_batches, "real_tokens": real,
+          "padding_fraction": {k: 1 - real[k] / slots[k] for k in real}}
 
 
 def main(argv=None) -> int:
@@ -103,6 +115,8 @@ def main(argv=None) -> int:
   parser.add_argument("--inputs", type=int, default=512)
   parser.add_argument("--targets", type=int, default=64)
   parser.add_argument("--pipeline_batches", type=int, default=30)
+  parser.add_argument("--packer", default="first_fit", choices=["first_fit", "seqio"],
+                      help="crosstask's packing (utils.feature_converter.packer)")
   parser.add_argument("--threads", type=int, default=harness.default_threads())
   parser.add_argument("--out", default=None)
   args = parser.parse_args(argv)
@@ -116,8 +130,8 @@ def main(argv=None) -> int:
   lengths = {"inputs": args.inputs, "targets": args.targets}
   vocab = 32640  # the Chinese SentencePiece model's 32,596 ids, rounded up to 128
   with tempfile.TemporaryDirectory() as tmp:
-    prepared = prepare(root, lengths, args.batch, args.batches, tmp)
-    pipeline = pipeline_rate(root, lengths, args.batch, args.pipeline_batches)
+    prepared = prepare(root, lengths, args.batch, args.batches, tmp, args.packer)
+    pipeline = pipeline_rate(root, lengths, args.batch, args.pipeline_batches, args.packer)
     checkpoint = os.path.join(tmp, "model")
     hf, ours = harness.Worker("hf", args.threads), harness.Worker("crosstask", args.threads)
     try:
@@ -136,10 +150,10 @@ def main(argv=None) -> int:
   print(f"\nCSL abstract->title, T5 1.1 {args.model}, {args.batches} steps per repetition, "
         f"median of {args.reps}: non-padding input + target tokens/s")
   print(harness.table(
-      [("crosstask (packed)", f"{args.batch} rows x {args.inputs}/{args.targets}",
+      [(f"crosstask (packed, {args.packer})", f"{args.batch} rows x {args.inputs}/{args.targets}",
         prepared["padding_fraction"]["crosstask"], side["crosstask"]["per_s_median"],
         f"{side['crosstask']['per_s_worst']:.0f}-{side['crosstask']['per_s_best']:.0f}"),
-       ("HF (dynamic padding)", f"{prepared['examples_per_batch']} examples",
+       ("HF (dynamic padding)", f"{prepared['examples_per_batch']:.1f} examples",
         prepared["padding_fraction"]["hf"], side["hf"]["per_s_median"],
         f"{side['hf']['per_s_worst']:.0f}-{side['hf']['per_s_best']:.0f}")],
       ["side", "batch", "padding", "tokens/s", "range"]))
@@ -147,7 +161,8 @@ def main(argv=None) -> int:
         f"batches/s vs {1 / step_s:.2f} consumed by the step: {pipe_ratio:.1f}x (goal 5)")
   harness.write("finetune_csl", {
       "setup": {"task": TASK, "split": "validation", "model": args.model, "batch": args.batch,
-                "lengths": lengths, "steps_per_rep": args.batches, "reps": args.reps,
+                "lengths": lengths, "packer": args.packer, "steps_per_rep": args.batches,
+                "reps": args.reps,
                 "hf_examples_per_batch": prepared["examples_per_batch"], "vocab": vocab},
       "finetune": {**side, "ratio": ratio, "goal": 2.0,
                    "padding_fraction": prepared["padding_fraction"],

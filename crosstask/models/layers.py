@@ -136,36 +136,44 @@ class MultiHeadAttention(nn.Module):
     def project(x, w):
       return nn.with_logical_constraint(jnp.einsum("bld,dhk->blhk", x, w.astype(dt)), qkv_names)
 
-    query = project(inputs_q, wq)
+    def project_heads_first(x, w):
+      return jnp.swapaxes(project(x, w), 1, 2)
+
+    # Heads-first operands ([b, h, len, d]) make both products plain batched
+    # matmuls. Contracting [b, len, h, d] directly leaves XLA:CPU a strided
+    # batched dot that ran the attention forward 3-5x slower (benchmarks/README.md).
+    # The decoding caches are heads-first too, so a decoding step transposes only
+    # its new token, never the cached encoder keys or the past keys.
+    query = project_heads_first(inputs_q, wq)
     if decode and self.is_cross_attention:
       if self.has_variable("cache", "cross_key"):
         key = self.get_variable("cache", "cross_key")
         value = self.get_variable("cache", "cross_value")
       else:
-        key, value = project(inputs_kv, wk), project(inputs_kv, wv)
+        key, value = project_heads_first(inputs_kv, wk), project_heads_first(inputs_kv, wv)
         self.put_variable("cache", "cross_key", key)
         self.put_variable("cache", "cross_value", value)
     else:
-      key, value = project(inputs_kv, wk), project(inputs_kv, wv)
+      key, value = project_heads_first(inputs_kv, wk), project_heads_first(inputs_kv, wv)
 
     if decode and not self.is_cross_attention:
       initialized = self.has_variable("cache", "cached_key")
-      b, length = key.shape[0], cache_length or key.shape[1]
-      cached_key = self.variable("cache", "cached_key", jnp.zeros, (b, length, h, d), key.dtype)
-      cached_value = self.variable("cache", "cached_value", jnp.zeros, (b, length, h, d),
+      b, length = key.shape[0], cache_length or key.shape[2]
+      cached_key = self.variable("cache", "cached_key", jnp.zeros, (b, h, length, d), key.dtype)
+      cached_value = self.variable("cache", "cached_value", jnp.zeros, (b, h, length, d),
                                    value.dtype)
       cache_index = self.variable("cache", "cache_index", lambda: jnp.array(0, jnp.int32))
       if initialized:
-        if query.shape[1] != 1:
-          raise ValueError(f"decode=True expects one token per step, got length {query.shape[1]}")
+        if query.shape[2] != 1:
+          raise ValueError(f"decode=True expects one token per step, got length {query.shape[2]}")
         idx = cache_index.value
         key = jax.lax.dynamic_update_slice(cached_key.value, key.astype(cached_key.value.dtype),
-                                           (0, idx, 0, 0))
+                                           (0, 0, idx, 0))
         value = jax.lax.dynamic_update_slice(cached_value.value,
-                                             value.astype(cached_value.value.dtype), (0, idx, 0, 0))
+                                             value.astype(cached_value.value.dtype), (0, 0, idx, 0))
         cached_key.value, cached_value.value = key, value
         cache_index.value = idx + 1
-        visible = jnp.arange(key.shape[1]) <= idx
+        visible = jnp.arange(key.shape[2]) <= idx
         step_bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
         bias = step_bias if bias is None else bias + step_bias
 
@@ -173,21 +181,20 @@ class MultiHeadAttention(nn.Module):
     # at batch B and queries at B * n (rows b*n .. b*n+n-1, decoding.repeat_batch's
     # order), the n copies attend as n query positions of example b, so the keys are
     # read once per example and never repeated or reordered with the beams.
-    groups = query.shape[0] // key.shape[0]
-    if groups > 1:
-      query = query.reshape((key.shape[0], groups * query.shape[1]) + query.shape[2:])
-    # Heads-first operands ([b, h, len, d]) make both products plain batched
-    # matmuls. Contracting [b, len, h, d] directly leaves XLA:CPU a strided
-    # batched dot that ran the attention forward 3-5x slower (benchmarks/README.md).
-    query, key, value = (jnp.swapaxes(t, 1, 2) for t in (query, key, value))
+    batch, groups = key.shape[0], query.shape[0] // key.shape[0]
+    if groups > 1:  # [B*n, h, q, d] -> [B, h, n*q, d]
+      query = jnp.swapaxes(query.reshape((batch, groups) + query.shape[1:]), 1, 2)
+      query = query.reshape(batch, h, -1, d)
     logits = jnp.einsum("bhqd,bhkd->bhqk", query, key).astype(jnp.float32)
     if bias is not None:
       logits = logits + bias
     weights = jax.nn.softmax(logits, axis=-1)
     weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=not enable_dropout)
-    out = jnp.swapaxes(jnp.einsum("bhqk,bhkd->bhqd", weights.astype(dt), value), 1, 2)
-    if groups > 1:
-      out = out.reshape((out.shape[0] * groups, out.shape[1] // groups) + out.shape[2:])
+    out = jnp.einsum("bhqk,bhkd->bhqd", weights.astype(dt), value)
+    if groups > 1:  # [B, h, n*q, d] -> [B*n, h, q, d]
+      out = jnp.swapaxes(out.reshape(batch, h, groups, -1, d), 1, 2)
+      out = out.reshape((batch * groups, h) + out.shape[3:])
+    out = jnp.swapaxes(out, 1, 2)
     out = jnp.einsum("bqhd,hdm->bqm", out, wo.astype(dt))
     return nn.with_logical_constraint(out, ("batch", "length", "embed"))
 

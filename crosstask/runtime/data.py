@@ -98,9 +98,15 @@ def check_run_vocabulary(model, cfg: DatasetConfig) -> None:
   check_vocabulary_fits(model, get_mixture_or_task(cfg.mixture_or_task_name))
 
 
-def feature_converter(pack: bool):
-  import seqio
-  return seqio.EncDecFeatureConverter(pack=pack)
+@gin.configurable(module='utils', allowlist=['packer'])
+def feature_converter(pack: bool, packer: str = 'first_fit'):
+  """SeqIO's EncDecFeatureConverter; packed rows are filled first-fit-decreasing.
+
+  `packer='seqio'` (gin: `utils.feature_converter.packer = 'seqio'`) gives
+  SeqIO's own next-fit packing, batch for batch what T5X would feed.
+  """
+  from crosstask.tasks.common import packing
+  return packing.enc_dec_feature_converter(pack, packer)
 
 
 def per_host_batch_size(global_batch: int) -> int:

@@ -80,8 +80,9 @@ def test_cached_decoding_equals_full_forward(tied):
   _, cache = model.apply(variables, encoded, enc, dec[:, :1], decode=True, max_decode_length=8,
                          method=model.decode, mutable=["cache"])
   cache = cache["cache"]
-  assert cache["decoder"]["layers_0"]["self_attention"]["cached_key"].shape == (2, 8, 4, 8)
-  assert cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"].shape == (2, 8, 4, 8)
+  # Heads-first [batch, heads, length, d_kv], as the attention products read them.
+  assert cache["decoder"]["layers_0"]["self_attention"]["cached_key"].shape == (2, 4, 8, 8)
+  assert cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"].shape == (2, 4, 8, 8)
   steps = []
   for i in range(dec.shape[1]):
     logits, mutated = model.apply({**variables, "cache": cache}, encoded, enc, dec[:, i:i + 1],
