@@ -65,6 +65,16 @@ def results_table() -> str:
     add(f"char ROUGE-L, {r['pairs']} CSL abstract pairs",
         f"{r['crosstask']['median_s']:.2f} s (rouge-score ~{r['rouge_score_seconds_extrapolated']:.0f} s;"
         f" equal: {'yes' if r['equal_on_subset'] else 'no'})", "< 2 s", r["goal_met"], ms)
+    labels = {"lot": "LOT NLPCC OutGen scorer on the shared val generations",
+              "cmrc": "CMRC 2018 EM/F1 on the dev set"}
+    for name, o in ms.get("official_scorers", {}).items():
+      goal = "as fast as the official script or faster, equal values"
+      if "not_run" in o:
+        lines.append(f"| {labels[name]} | not run: {o['not_run']} | {goal} | - | - |")
+        continue
+      add(labels[name], f"{o['speedup']:.1f}x the official script's speed ({o['crosstask']['median_s']:.2f}"
+          f" vs {o['official']['median_s']:.2f} s; equal: {'yes' if o['equal'] else 'no'})", goal,
+          o["speedup"] >= 1 and o["equal"], ms)
   ft = _load("finetune_csl")
   if ft:
     f = ft["finetune"]

@@ -32,7 +32,7 @@ def _two_steps(trainer):
 
 @pytest.mark.skipif(jax.default_backend() != 'cpu', reason='an XLA:CPU scheduler option')
 def test_memory_optimized_schedule_trains_the_same_and_plans_no_more_memory():
-  plain, scheduled = _trainer(), _trainer(compiler_options=MEMORY_SCHEDULER)
+  plain, scheduled = _trainer(compiler_options={}), _trainer(compiler_options=MEMORY_SCHEDULER)
   (a, ma), (b, mb) = _two_steps(plain), _two_steps(scheduled)
   assert float(ma['loss']) == pytest.approx(float(mb['loss']), rel=1e-5)
   jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6),
@@ -49,3 +49,9 @@ def test_unknown_compiler_option_names_the_binding():
   state = trainer.init_state(seed=0)
   with pytest.raises(ValueError, match=r"Trainer\.compiler_options=.*xla_cpu_scheduler_typo"):
     trainer.train_step(state, _batch(trainer), jax.random.key(0))
+
+
+@pytest.mark.skipif(jax.default_backend() != 'cpu', reason='the CPU default')
+def test_cpu_default_is_the_memory_optimized_scheduler_and_empty_keeps_xlas():
+  assert _trainer().compiler_options == MEMORY_SCHEDULER == trainer_lib.CPU_COMPILER_OPTIONS
+  assert _trainer(compiler_options={}).compiler_options == {}
