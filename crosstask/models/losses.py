@@ -94,10 +94,12 @@ def get_loss_normalizing_factor_and_weights(
   segments = batch.get("decoder_segment_ids")
   if segments is None:
     segments = (targets > 0).astype(jnp.int32)
-  num_seg = targets.shape[-1] + 1
-  onehot = jax.nn.one_hot(segments, num_seg, dtype=jnp.float32)  # [B, L, S]
-  per_seg = jnp.einsum("bl,bls->bs", weights, onehot)  # weight per segment
-  per_token = jnp.einsum("bs,bls->bl", per_seg, onehot)
+  # Token pairs of one segment, not a one-hot over segment ids: the ids need no
+  # bound (a packed row may number more examples than it has target slots, when
+  # some have no targets).
+  same = (segments[:, :, None] == segments[:, None, :]).astype(jnp.float32)  # [B, L, L]
+  per_token = jnp.einsum("bm,blm->bl", weights, same)  # its segment's total weight
   weights = jnp.where(per_token > 0, weights / jnp.maximum(per_token, 1e-9), 0.0)
-  num_sequences = jnp.sum((per_seg[:, 1:] > 0).astype(jnp.float32))
+  # Each weighted segment's weights now sum to 1, so their total counts the sequences.
+  num_sequences = jnp.round(jnp.sum(weights))
   return jnp.maximum(num_sequences, 1.0), weights

@@ -10,6 +10,7 @@ import optax
 import pytest
 
 from crosstask.models import decoding
+from crosstask.models import losses
 from crosstask.models.config import TransformerConfig
 from crosstask.models.model import EncoderDecoderModel
 from crosstask.models.network import Transformer
@@ -81,6 +82,18 @@ def test_average_per_sequence(params):
   scores = _model().score_batch(params, batch)
   per_seq = -np.asarray(scores) / batch["decoder_loss_weights"].sum(1)
   np.testing.assert_allclose(loss, per_seq.mean(), rtol=1e-5)
+
+
+def test_average_per_sequence_weights_with_segment_ids_beyond_the_length():
+  # A packed row may number more examples than it has target slots (examples
+  # without targets still take a number): ids 2 and 9 in 4 slots.
+  segments = np.array([[2, 2, 9, 0], [1, 1, 1, 1]], np.int32)
+  batch = {"decoder_target_tokens": np.array([[5, 1, 7, 0], [4, 4, 4, 1]], np.int32),
+           "decoder_segment_ids": segments,
+           "decoder_loss_weights": np.array([[1, 1, 1, 0], [1, 1, 1, 1]], np.float32)}
+  factor, weights = losses.get_loss_normalizing_factor_and_weights("AVERAGE_PER_SEQUENCE", batch)
+  assert float(factor) == 3.0  # three sequences
+  np.testing.assert_allclose(weights, [[0.5, 0.5, 1.0, 0.0], [0.25] * 4])
 
 
 def test_score_batch_is_summed_loglik(params):
