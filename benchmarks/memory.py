@@ -58,35 +58,34 @@ def peak_rss(threads: int, steps: int, variants: dict[str, dict]) -> dict[str, f
 
 def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memory",
                     model_gin: str = "crosstask/gin/longlm/large.gin") -> dict[str, float]:
-  """Bytes XLA plans for one LongLM train step (Adafactor, as the gin files train)."""
+  """Bytes XLA plans for one LongLM step of the runtime's Trainer (Adafactor, as the gin files).
+
+  `Trainer.compile_train_step` on abstract state and batch: the step a run
+  executes (gradients, update, non-finite guard), compiled but never run.
+  """
   import jax
   import jax.numpy as jnp
-  import optax
   from crosstask.models import builder
-  from crosstask.models import hf_import
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
   from crosstask.runtime import optimizers
+  from crosstask.runtime import partitioning
+  from crosstask.runtime import trainer as trainer_lib
 
   config = builder.config_from_gin(model_gin,
                                    [f"config.TransformerConfig.remat_policy = '{policy}'"])
   model = EncoderDecoderModel(Transformer(config), None, None)
-  tx = optimizers.adafactor(learning_rate=1e-3)
-  params = hf_import.abstract_params(config)
-  opt_state = jax.eval_shape(tx.init, params)
+  tx, schedule = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+  trainer = trainer_lib.Trainer(
+      model, partitioning.Partitioner(), tx, schedule,
+      {"encoder_input_tokens": (batch, length), "decoder_input_tokens": (batch, length)},
+      compiler_options=SCHEDULERS[scheduler])
   tokens = jax.ShapeDtypeStruct((batch, length), jnp.int32)
   batch_spec = {"encoder_input_tokens": tokens, "decoder_input_tokens": tokens,
                 "decoder_target_tokens": tokens}
-
-  def step(p, s, b, rng):
-    (_, metrics), grads = jax.value_and_grad(model.loss_fn, has_aux=True)(p, b, rng)
-    updates, s = tx.update(grads, s, p)
-    return optax.apply_updates(p, updates), s, metrics
-
   with harness.Timer() as t:
-    compiled = jax.jit(step, donate_argnums=(0, 1),
-                       compiler_options=SCHEDULERS[scheduler] or None).lower(
-        params, opt_state, batch_spec, jax.random.key(0)).compile()
+    compiled = trainer.compile_train_step(trainer.abstract_state(), batch_spec,
+                                          jax.random.key(0))
   m = compiled.memory_analysis()
   gib = 1024 ** 3
   return {"policy": policy, "scheduler": scheduler, "model": model_gin, "dtype": config.dtype,
