@@ -53,8 +53,13 @@ def test_binary_f1_is_positive_class_f1():
 def test_multi_label_probe_tunes_c_per_label():
   x, y = _multi_hot(90)
   x_test, y_test = _multi_hot(30, seed=7)
+  # The official multi-label probe leaves LinearSVC's random_state unset, so liblinear
+  # draws its seed from NumPy's global RNG; when it stops at max_iter unconverged the
+  # fit depends on that seed. Both fits start from the same global state.
+  np.random.seed(0)
   direct = OneVsRestClassifier(GridSearchCV(LinearSVC(max_iter=10000, loss="hinge"), cv=3,
                                             param_grid={"C": np.logspace(-2, 2, 5)})).fit(x, y)
+  np.random.seed(0)
   preds = probes.classify(x, y, x_test, multi_label=True)
   np.testing.assert_array_equal(preds, direct.predict(x_test))
   assert preds.shape == y_test.shape
