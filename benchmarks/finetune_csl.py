@@ -64,7 +64,8 @@ def unpack(batch: dict) -> list[tuple[np.ndarray, np.ndarray]]:
   for enc, enc_seg, tgt, tgt_seg in zip(batch["encoder_input_tokens"], batch["encoder_segment_ids"],
                                         batch["decoder_target_tokens"], batch["decoder_segment_ids"]):
     for s in range(1, int(max(enc_seg.max(), tgt_seg.max())) + 1):
-      out.append((enc[enc_seg == s], tgt[tgt_seg == s]))
+      if (enc_seg == s).any() or (tgt_seg == s).any():  # ids of empty examples are skipped
+        out.append((enc[enc_seg == s], tgt[tgt_seg == s]))
   return out
 
 

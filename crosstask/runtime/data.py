@@ -105,8 +105,14 @@ def feature_converter(pack: bool, packer: str = 'first_fit'):
   `packer='seqio'` (gin: `utils.feature_converter.packer = 'seqio'`) gives
   SeqIO's own next-fit packing, batch for batch what T5X would feed.
   """
+  import seqio
   from crosstask.tasks.common import packing
-  return packing.enc_dec_feature_converter(pack, packer)
+  if packer not in packing.PACKERS:
+    raise ValueError(f'utils.feature_converter: packer={packer!r}; '
+                     f'expected one of {packing.PACKERS}')
+  if pack and packer == 'first_fit':
+    return packing.FirstFitEncDecFeatureConverter(pack=True)
+  return seqio.EncDecFeatureConverter(pack=pack)
 
 
 def per_host_batch_size(global_batch: int) -> int:

@@ -117,11 +117,3 @@ class FirstFitEncDecFeatureConverter(seqio.EncDecFeatureConverter):
       return first_fit_pack(ds, packed_lengths)
     return super()._pack_or_pad(ds, packed_lengths)
 
-
-def enc_dec_feature_converter(pack: bool, packer: str = "first_fit") -> seqio.FeatureConverter:
-  """The encoder-decoder feature converter; `packer` is 'first_fit' or SeqIO's own 'seqio'."""
-  if packer not in PACKERS:
-    raise ValueError(f"packer={packer!r}: expected one of {PACKERS}")
-  if pack and packer == "first_fit":
-    return FirstFitEncDecFeatureConverter(pack=True)
-  return seqio.EncDecFeatureConverter(pack=pack)
