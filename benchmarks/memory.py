@@ -20,11 +20,12 @@ import harness
 
 sys.path.insert(0, str(harness.ROOT))
 
+from crosstask.runtime.trainer import CPU_COMPILER_OPTIONS  # pylint: disable=wrong-import-position
+
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
-# XLA:CPU's memory-optimized scheduler: the Trainer's CPU default
-# (trainer.CPU_COMPILER_OPTIONS); `compiler_options={}` keeps XLA's own scheduler.
-MEMORY_SCHEDULER = {"xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"}
-SCHEDULERS = {"xla_default": {}, "memory": MEMORY_SCHEDULER}
+# "memory": XLA:CPU's memory-optimized scheduler, the Trainer's CPU default;
+# "xla_default": `compiler_options={}`, XLA's own scheduler.
+SCHEDULERS = {"xla_default": {}, "memory": CPU_COMPILER_OPTIONS}
 # crosstask settings measured against HF's one (no gradient checkpointing in HF).
 RSS_VARIANTS = {
     "default": {},  # the Trainer's defaults: on CPU, the memory-optimized scheduler

@@ -94,13 +94,13 @@ def _compare(ours: dict, theirs: dict, tolerance: float) -> dict:
 def lot_vs_official(root: pathlib.Path, script: pathlib.Path, reps: int) -> dict:
   """NLPCC OutGen scores of LongLM-small's val generations: crosstask vs the official compute()."""
   from crosstask.eval import lot
+  from crosstask.tasks.common import readers
   official = _official_module(script)
   folder = root / "lot" / "nlpcc2021_outline2story"
   gold_file, pred_file = folder / "val.jsonl", folder / "generations" / "longlm_small_val.jsonl"
 
   def read(path):
-    with open(path, encoding="utf-8") as f:
-      return [json.loads(line) for line in f]
+    return [row.value for row in readers.read_jsonl(path)]
 
   def ours():
     gold, pred = read(gold_file), read(pred_file)
