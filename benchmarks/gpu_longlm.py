@@ -8,16 +8,20 @@ shape under torch.autocast(bfloat16) with transformers' Adafactor. Goals: MFU >=
 crosstask >= 1.5x HF.
 
 MFU = model FLOPs per step / step time / the chip's published dense bf16 peak, with
-model FLOPs = 3 x forward (backward = 2 x forward, no recomputation counted), and
-forward = 2 x (matmul weights x tokens they see) + attention scores and values:
+model FLOPs = 3 x the forward pass's matmul FLOPs (flops.train_step: backward = 2 x
+forward, no recomputation counted):
   encoder  L_e x [2 S (4 d h k + n d f + f d) + 4 S^2 h k]
-  decoder  L_d x [2 T (8 d h k + n d f + f d) + 4 T^2 h k + 4 T S h k]  (self + cross)
+  decoder  L_d x [2 T (6 d h k + n d f + f d) + 4 S d h k + 4 T^2 h k + 4 T S h k]
            + 2 T d V (output layer); per example, times the batch
 (d model width, h heads, k head width, f MLP width, n MLP input branches, V vocab,
-S / T input / target length; the cross-attention K/V projections see S tokens:
-they are counted as 2 S x 2 d h k per decoder layer).
+S / T input / target length; the cross-attention keys and values are projected
+from the S encoder tokens).
 
     python benchmarks/gpu_longlm.py [--batch 8] [--inputs 512] [--targets 512] [--steps 10]
+
+`--platform cpu --model_gin crosstask/gin/t5_1_1/tiny.gin` runs both sides on the CPU
+(no MFU: a CPU has no bf16 tensor-core peak); tests/benchmarks use it to keep this
+script working on machines without a GPU.
 """
 
 import argparse
@@ -26,6 +30,7 @@ import os
 import subprocess
 import sys
 
+import flops
 import harness
 
 sys.path.insert(0, str(harness.ROOT))
@@ -43,19 +48,6 @@ def peak_flops(device_kind: str) -> float | None:
   return None
 
 
-def model_flops(cfg, batch: int, s: int, t: int) -> float:
-  d, h, k, f, v = cfg.d_model, cfg.num_heads, cfg.d_kv, cfg.d_ff, cfg.vocab_size
-  n = len(cfg.activations)
-  attn_w = 4 * d * h * k
-  mlp_w = n * d * f + f * d
-  enc = cfg.num_encoder_layers * (2 * s * (attn_w + mlp_w) + 4 * s * s * h * k)
-  dec = cfg.num_decoder_layers * (2 * t * (2 * attn_w + mlp_w) - 2 * t * 2 * d * h * k
-                                  + 2 * s * 2 * d * h * k
-                                  + 4 * t * t * h * k + 4 * t * s * h * k)
-  logits = 2 * t * d * v
-  return 3.0 * batch * (enc + dec + logits)
-
-
 def gpu_available() -> tuple[bool, str]:
   try:
     import jax
@@ -65,9 +57,9 @@ def gpu_available() -> tuple[bool, str]:
   return (bool(gpus), gpus[0].device_kind if gpus else "no GPU among jax.devices()")
 
 
-def _longlm_config():
+def _model_config(model_gin: str):
   from crosstask.models import builder
-  return builder.config_from_gin("crosstask/gin/longlm/large.gin",
+  return builder.config_from_gin(model_gin,
                                  ["config.TransformerConfig.dtype = 'bfloat16'",
                                   "config.TransformerConfig.dropout_rate = 0.0"])
 
@@ -80,7 +72,7 @@ def run_crosstask(args) -> dict:
   from crosstask.models.network import Transformer
   from crosstask.runtime import optimizers, partitioning
   from crosstask.runtime import trainer as trainer_lib
-  cfg = _longlm_config()
+  cfg = _model_config(args.model_gin)
   model = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
   tx, schedule = optimizers.create_optimizer(optimizers.adafactor, learning_rate=1e-3)
   rng = np.random.default_rng(0)
@@ -103,8 +95,7 @@ def run_crosstask(args) -> dict:
     state, m = trainer.train_step(state, jb, key)
     jax.block_until_ready(m)
     times.append(time.perf_counter() - start)
-  return {"times": times, "device": jax.devices()[0].device_kind,
-          "loss": float(m["loss"])}
+  return {"times": times, "device": jax.devices()[0].device_kind, "loss": float(m["loss"])}
 
 
 def run_hf(args) -> dict:
@@ -112,32 +103,37 @@ def run_hf(args) -> dict:
   import torch
   import transformers
   from crosstask.models import hf_import
-  cfg = _longlm_config()
+  cfg = _model_config(args.model_gin)
+  device = "cuda" if args.platform == "gpu" else "cpu"
+  torch.manual_seed(0)
   hf = transformers.T5ForConditionalGeneration(
-      transformers.T5Config(**hf_import.hf_config_from(cfg))).cuda().train()
+      transformers.T5Config(**hf_import.hf_config_from(cfg))).to(device).train()
   opt = transformers.optimization.Adafactor(hf.parameters(), lr=1e-3, relative_step=False,
                                             scale_parameter=True, warmup_init=False)
   g = torch.Generator().manual_seed(0)
   b, s, t = args.batch, args.inputs, args.targets
-  ids = torch.randint(2, cfg.vocab_size, (b, s), generator=g).cuda()
-  labels = torch.randint(2, cfg.vocab_size, (b, t), generator=g).cuda()
+  ids = torch.randint(2, cfg.vocab_size, (b, s), generator=g).to(device)
+  labels = torch.randint(2, cfg.vocab_size, (b, t), generator=g).to(device)
+  sync = torch.cuda.synchronize if device == "cuda" else lambda: None
 
   def step():
-    with torch.autocast("cuda", dtype=torch.bfloat16):
+    with torch.autocast(device, dtype=torch.bfloat16):
       loss = hf(input_ids=ids, labels=labels).loss
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
+    return loss
   for _ in range(2):
     step()
-  torch.cuda.synchronize()
+  sync()
   times = []
   for _ in range(args.steps):
     start = time.perf_counter()
-    step()
-    torch.cuda.synchronize()
+    loss = step()
+    sync()
     times.append(time.perf_counter() - start)
-  return {"times": times, "device": torch.cuda.get_device_name(0)}
+  name = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+  return {"times": times, "device": name, "loss": float(loss)}
 
 
 def main(argv=None) -> int:
@@ -146,9 +142,14 @@ def main(argv=None) -> int:
   parser.add_argument("--inputs", type=int, default=512)
   parser.add_argument("--targets", type=int, default=512)
   parser.add_argument("--steps", type=int, default=10)
+  parser.add_argument("--model_gin", default="crosstask/gin/longlm/large.gin")
+  parser.add_argument("--platform", choices=["gpu", "cpu"], default="gpu",
+                      help="cpu: a smoke run of both sides without a GPU (no MFU)")
   parser.add_argument("--side", choices=["crosstask", "hf"], help=argparse.SUPPRESS)
   parser.add_argument("--quick", action="store_true", help="3 timed steps")
-  parser.add_argument("--out", default=None)
+  parser.add_argument("--out", default=None,
+                      help="JSON path (default benchmarks/results/gpu_longlm.json; cpu runs write "
+                           "only when given)")
   args = parser.parse_args(argv)
   if args.quick:
     args.steps = 3
@@ -157,45 +158,53 @@ def main(argv=None) -> int:
     return 0
   # The parent only looks: keep its JAX from reserving the memory the children need.
   os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-  ok, kind = gpu_available()
-  if not ok:
-    print(f"gpu_longlm: no GPU on this machine ({kind}); nothing to measure, skipping.")
-    return 0
+  if args.platform == "gpu":
+    ok, kind = gpu_available()
+    if not ok:
+      print(f"gpu_longlm: no GPU on this machine ({kind}); nothing to measure, skipping.")
+      return 0
+  else:
+    kind = "cpu"
   start_load = os.getloadavg()
   sides = {}
   env = harness.thread_env(harness.default_threads())
   env.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)
+  if args.platform == "cpu":
+    env["JAX_PLATFORMS"] = "cpu"
   for side in ("crosstask", "hf"):
     proc = subprocess.run([sys.executable, __file__, f"--side={side}", f"--batch={args.batch}",
                            f"--inputs={args.inputs}", f"--targets={args.targets}",
-                           f"--steps={args.steps}"], capture_output=True, text=True,
+                           f"--steps={args.steps}", f"--model_gin={args.model_gin}",
+                           f"--platform={args.platform}"], capture_output=True, text=True,
                           env=env, cwd=str(harness.ROOT))
     if proc.returncode:
       print(proc.stderr[-4000:], file=sys.stderr)
       raise SystemExit(f"gpu_longlm: the {side} side failed (exit {proc.returncode})")
     sides[side] = json.loads(proc.stdout.strip().splitlines()[-1])
-  cfg = _longlm_config()
-  flops = model_flops(cfg, args.batch, args.inputs, args.targets)
-  peak = peak_flops(kind)
+  cfg = _model_config(args.model_gin)
+  step_flops = flops.train_step(cfg, args.batch, args.inputs, args.targets)
+  peak = peak_flops(kind) if args.platform == "gpu" else None
   tokens = args.batch * (args.inputs + args.targets)
   rows, payload = [], {}
   for side, r in sides.items():
     summ = harness.summary(r["times"], tokens)
-    mfu = flops / summ["median_s"] / peak if peak else None
-    payload[side] = {**summ, "mfu": mfu, "device": r["device"]}
+    mfu = step_flops / summ["median_s"] / peak if peak else None
+    payload[side] = {**summ, "mfu": mfu, "device": r["device"], "loss": r["loss"]}
     rows.append((side, summ["per_s_median"], summ["median_s"],
                  f"{100 * mfu:.1f}%" if mfu is not None else "peak unknown"))
   ratio = payload["crosstask"]["per_s_median"] / payload["hf"]["per_s_median"]
-  print(f"\nLongLM-large ({cfg.num_encoder_layers}+{cfg.num_decoder_layers} layers, d {cfg.d_model}) "
+  print(f"\n{args.model_gin} ({cfg.num_encoder_layers}+{cfg.num_decoder_layers} layers, d {cfg.d_model}) "
         f"bf16 train step, batch {args.batch} x {args.inputs}/{args.targets}, on {kind} "
         f"(bf16 peak {peak / 1e12 if peak else float('nan'):.0f} TFLOP/s), "
-        f"{flops / 1e12:.1f} TFLOP per step")
+        f"{step_flops / 1e12:.1f} TFLOP per step")
   print(harness.table(rows, ["side", "tokens/s", "step s", "MFU"]))
   print(f"ratio crosstask / HF {ratio:.2f} (goal 1.5); MFU goal 50%")
+  if args.platform == "cpu" and not args.out:
+    return 0  # a smoke run: results/gpu_longlm.json is for GPU measurements only
   harness.write("gpu_longlm", {
-      "setup": {"batch": args.batch, "inputs": args.inputs, "targets": args.targets,
-                "steps": args.steps, "device_kind": kind, "peak_bf16_flops": peak,
-                "model_flops_per_step": flops},
+      "setup": {"model_gin": args.model_gin, "platform": args.platform, "batch": args.batch,
+                "inputs": args.inputs, "targets": args.targets, "steps": args.steps,
+                "device_kind": kind, "peak_bf16_flops": peak, "model_flops_per_step": step_flops},
       "results": payload, "ratio": ratio, "goals": {"mfu": 0.5, "ratio": 1.5}},
       harness.default_threads(), start_load, args.out)
   return 0

@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 
+import flops
 import harness
 
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
@@ -31,33 +32,17 @@ def _units(w: dict) -> int:
 
 
 def model_gflop(model: str, w: dict) -> float:
-  """Matmul GFLOP (2 per multiply-add) of one workload call, at its nominal size.
-
-  Training is 3x the forward pass. Decoding counts the encoder, the cross-attention
-  keys/values (once per input token), then per generated token and beam one
-  decoder pass attending to half the new tokens on average, and the output layer.
-  Both frameworks do this work; tokens/s over it gives each side's GFLOP/s.
-  """
+  """Matmul GFLOP of one workload call at its nominal size (flops.py), for each side's GFLOP/s."""
+  import types
   import side_worker
   m = side_worker.MODELS[model]
-  d, f, n, inner = m["d_model"], m["d_ff"], m["num_layers"], m["num_heads"] * m["d_kv"]
-  vocab, gated = side_worker.VOCAB, 2  # T5 1.1: two input branches in the MLP
-  mlp = (gated + 1) * d * f * 2
-  s = w["input_len"]
-  enc_token = n * (4 * d * inner * 2 + 2 * s * inner * 2 + mlp)
-  cross_kv_token = n * 2 * d * inner * 2
-
-  def dec_token(context: float) -> float:
-    return n * (6 * d * inner * 2 + 2 * context * inner * 2 + 2 * s * inner * 2 + mlp) + d * vocab * 2
-
-  b = w["batch"]
+  cfg = types.SimpleNamespace(d_model=m["d_model"], d_ff=m["d_ff"], num_heads=m["num_heads"],
+                              d_kv=m["d_kv"], num_encoder_layers=m["num_layers"],
+                              num_decoder_layers=m["num_layers"], activations=("gelu", "linear"),
+                              vocab_size=side_worker.VOCAB)
   if w["kind"] == "train":
-    t = w["target_len"]
-    forward = b * (s * (enc_token + cross_kv_token) + t * dec_token(t))
-    return 3 * forward / 1e9
-  rows = b * w.get("beams", 1)
-  return (b * s * (enc_token + cross_kv_token) + rows * w["new_tokens"]
-          * dec_token(w["new_tokens"] / 2)) / 1e9
+    return flops.train_step(cfg, w["batch"], w["input_len"], w["target_len"]) / 1e9
+  return flops.decode(cfg, w["batch"], w["input_len"], w["new_tokens"], w.get("beams", 1)) / 1e9
 
 
 def _name(w: dict) -> str:
