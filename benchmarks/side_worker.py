@@ -5,6 +5,7 @@
 Reads one JSON request per line on stdin, answers one JSON line on stdout:
   save_checkpoint {model, dir}: (hf) a seeded random T5 1.1 model saved as an HF checkpoint
   setup {workload, checkpoint}: builds the workload, warms it up twice, returns its output
+    (workload kinds: train, train_batches, encode, greedy, beam4)
   run: one timed repetition -> {seconds}
   rss: peak resident memory of this process so far -> {max_rss_mb}
 Only the framework named on the command line is imported.
@@ -48,6 +49,11 @@ def cut_at_eos(rows) -> list[list[int]]:
     row = [int(t) for t in row]
     out.append(row[:row.index(EOS) + 1] if EOS in row else row)
   return out
+
+
+def encoder_sample(encoded) -> list[float]:
+  """A corner of the encoder output ([first 2 examples, 4 tokens, 8 features]) to compare sides."""
+  return [float(x) for x in encoded[:2, :4, :8].ravel()]
 
 
 class _Side:
@@ -120,6 +126,14 @@ class HFSide(_Side):
         out.loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    elif workload["kind"] == "encode":
+      hf.eval()
+
+      def fn():
+        with torch.inference_mode():
+          return hf.encoder(input_ids=tb["encoder_input_tokens"], attention_mask=mask
+                            ).last_hidden_state
+      output = encoder_sample(fn().numpy())
     else:
       hf.eval()
       beams = workload.get("beams", 1)
@@ -192,6 +206,14 @@ class CrosstaskSide(_Side):
         def fn():
           self.state, metrics = trainer.train_step(self.state, jbatch, rng)
           jax.block_until_ready((self.state, metrics))
+    elif workload["kind"] == "encode":
+      module = Transformer(config)
+      encode = jax.jit(lambda p, t: module.apply({"params": p}, t, method=module.encode))
+      params, tokens = jax.device_put(params), jax.device_put(batch["encoder_input_tokens"])
+
+      def fn():
+        return jax.block_until_ready(encode(params, tokens))
+      output = encoder_sample(np.asarray(fn()))
     else:
       beams = workload.get("beams", 1)
       if beams == 1:

@@ -3,7 +3,8 @@
 Same T5 1.1 weights on both sides (a seeded random HF checkpoint that crosstask
 imports), float32, dropout 0. Training: batch 8 x 256 input / 64 target tokens,
 AdamW, through crosstask's runtime Trainer.train_step vs a torch AdamW step.
-Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
+The encoder alone (batch 8 and 32 x 256, no goal) shows how much of decoding is
+the encoder's batched matmuls. Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
 penalty 1.0 / early_stopping False on both sides), batch 8 and 32, through
 EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
 for token (checked and recorded). Each framework runs in its own process,
@@ -23,11 +24,16 @@ import harness
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
 DECODES = [dict(kind="greedy", batch=b, input_len=256, new_tokens=32) for b in (8, 32)] + \
           [dict(kind="beam4", beams=4, batch=b, input_len=256, new_tokens=32) for b in (8, 32)]
+# Diagnostic, no goal: the encoder alone, the part of decoding both sides run as
+# batched matmuls. Its ratio bounds what a faster decoding loop can give (README).
+ENCODES = [dict(kind="encode", batch=b, input_len=256) for b in (8, 32)]
 
 
 def _units(w: dict) -> int:
   if w["kind"] == "train":
     return w["batch"] * (w["input_len"] + w["target_len"])
+  if w["kind"] == "encode":
+    return w["batch"] * w["input_len"]
   return w["batch"] * w["new_tokens"]
 
 
@@ -42,6 +48,8 @@ def model_gflop(model: str, w: dict) -> float:
                               vocab_size=side_worker.VOCAB)
   if w["kind"] == "train":
     return flops.train_step(cfg, w["batch"], w["input_len"], w["target_len"]) / 1e9
+  if w["kind"] == "encode":
+    return w["batch"] * flops.encoder(cfg, w["input_len"]) / 1e9
   return flops.decode(cfg, w["batch"], w["input_len"], w["new_tokens"], w.get("beams", 1)) / 1e9
 
 
@@ -59,15 +67,20 @@ def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp:
       outputs = {s.framework: s.call("setup", workload=w, checkpoint=checkpoint)["output"]
                  for s in (ours, hf)}
       times = harness.alternate([ours, hf], reps)
+      units = {"train": "tokens (input + target)", "encode": "input tokens"}
       row = {"model": model, "params": params, "workload": _name(w), **w,
-             "units": "tokens (input + target)" if w["kind"] == "train" else "generated tokens",
+             "units": units.get(w["kind"], "generated tokens"),
              "crosstask": harness.summary(times["crosstask"], _units(w)),
              "hf": harness.summary(times["hf"], _units(w))}
       row["ratio"] = row["crosstask"]["per_s_median"] / row["hf"]["per_s_median"]
       row["gflop"] = model_gflop(model, w)
       for side in ("crosstask", "hf"):
         row[side]["gflop_per_s"] = row["gflop"] / row[side]["median_s"]
-      if w["kind"] != "train":
+      if w["kind"] == "encode":
+        a, b = outputs["crosstask"], outputs["hf"]
+        row["max_abs_diff"] = max(abs(x - y) for x, y in zip(a, b))
+        row["outputs_equal"] = row["max_abs_diff"] < 1e-3  # float32, different kernels
+      elif w["kind"] != "train":
         a, b = outputs["crosstask"], outputs["hf"]
         row["outputs_equal"] = a == b
         row["rows_equal"] = sum(x == y for x, y in zip(a, b)) / len(a)
@@ -80,7 +93,21 @@ def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp:
             flush=True)
   finally:
     ours.close(), hf.close()
+  add_loop_free_bounds(rows)
   return rows
+
+
+def add_loop_free_bounds(rows: list[dict]) -> None:
+  """Decoding rows get the ratio they would reach if crosstask's decoding loop took no time.
+
+  That is HF's decoding time over crosstask's encoder alone (same model, batch and
+  run): a ceiling no faster loop can pass, since every decode runs the encoder first.
+  """
+  encoder_s = {(r["model"], r["batch"]): r["crosstask"]["median_s"]
+               for r in rows if r["kind"] == "encode"}
+  for r in rows:
+    if r["kind"] in ("greedy", "beam4") and (r["model"], r["batch"]) in encoder_s:
+      r["ratio_if_loop_free"] = r["hf"]["median_s"] / encoder_s[r["model"], r["batch"]]
 
 
 def main(argv=None) -> int:
@@ -89,13 +116,13 @@ def main(argv=None) -> int:
                       help="3 repetitions, tiny model, batch 8 decodes only (a smoke run)")
   parser.add_argument("--models", default="tiny,small", help="comma-separated: tiny,small")
   parser.add_argument("--reps", type=int, default=5, help="timed repetitions per framework")
-  parser.add_argument("--only", default="", help="comma-separated workload kinds: train,greedy,beam4")
+  parser.add_argument("--only", default="", help="comma-separated workload kinds: train,greedy,beam4,encode")
   parser.add_argument("--threads", type=int, default=harness.default_threads(),
                       help="intra-op threads for each framework (default: all cores)")
   parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/...)")
   args = parser.parse_args(argv)
   models = [m.strip() for m in args.models.split(",") if m.strip()]
-  workloads = [TRAIN] + DECODES
+  workloads = [TRAIN] + DECODES + ENCODES
   if args.quick:
     args.reps, models = min(args.reps, 3), ["tiny"]
     workloads = [w for w in workloads if w["batch"] == 8]
@@ -112,7 +139,7 @@ def main(argv=None) -> int:
       [(r["model"], r["workload"], r["crosstask"]["per_s_median"],
         f"{r['crosstask']['per_s_worst']:.0f}-{r['crosstask']['per_s_best']:.0f}",
         r["hf"]["per_s_median"], f"{r['hf']['per_s_worst']:.0f}-{r['hf']['per_s_best']:.0f}",
-        r["ratio"], "1.3" if r["kind"] == "train" else "2.0",
+        r["ratio"], {"train": "1.3", "encode": "-"}.get(r["kind"], "2.0"),
         r.get("outputs_equal", "-"), r["crosstask"]["gflop_per_s"], r["hf"]["gflop_per_s"])
        for r in rows],
       ["model", "workload", "crosstask", "range", "HF", "range", "ratio", "goal", "equal",

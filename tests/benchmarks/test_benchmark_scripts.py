@@ -76,3 +76,18 @@ def test_alternate_flips_the_order_every_round():
   assert times == {"a": [1.0, 4.0, 5.0], "b": [2.0, 3.0, 6.0]}
   s = harness.summary([3.0, 1.0, 2.0], units=6)
   assert (s["median_s"], s["min_s"], s["max_s"], s["per_s_median"]) == (2.0, 1.0, 3.0, 3.0)
+
+
+def test_loop_free_bound_is_hf_decoding_over_our_encoder():
+  import step_and_decode
+
+  def row(model, kind, batch, ours, theirs):
+    return {"model": model, "kind": kind, "batch": batch, "crosstask": {"median_s": ours},
+            "hf": {"median_s": theirs}}
+  rows = [row("small", "encode", 32, 2.0, 2.5), row("small", "greedy", 32, 5.0, 6.0),
+          row("small", "beam4", 8, 3.0, 4.0), row("tiny", "greedy", 32, 1.0, 2.0)]
+  step_and_decode.add_loop_free_bounds(rows)
+  assert rows[1]["ratio_if_loop_free"] == 3.0  # HF 6.0 s over our encoder's 2.0 s
+  assert "ratio_if_loop_free" not in rows[0]
+  assert "ratio_if_loop_free" not in rows[2]  # no batch-8 encoder row measured
+  assert "ratio_if_loop_free" not in rows[3]  # no tiny encoder row measured
