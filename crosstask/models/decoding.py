@@ -60,6 +60,38 @@ def _pad_prompt(prompt: jnp.ndarray, max_decode_len: int) -> jnp.ndarray:
   return jnp.pad(prompt, ((0, 0), (0, max_decode_len - p)))
 
 
+# ------------------------------------------------------------ top k, fast
+
+# Values per block in `top_k`'s first pass.
+_TOP_K_BLOCK = 128
+
+
+def top_k(x: jnp.ndarray, k: int) -> Tuple[jnp.ndarray, jnp.ndarray]:
+  """`jax.lax.top_k` over the last axis, same values, indices and tie order, faster on wide rows.
+
+  XLA:CPU's TopK walks a row one element at a time: beam search's top 2K of
+  K x vocab candidates (4M values at batch 32, beam 4) took ~9 ms a step, and
+  greedy's argmax over the vocabulary 1 ms. Here the row is cut into blocks and
+  only block maxima are compared first: the k blocks with the largest maxima hold
+  the top k values (a value outside them is outranked by k block maxima), so
+  lax.top_k runs over those k blocks alone. They are taken in index order, so
+  equal values still come out lower index first, as lax.top_k orders them.
+  """
+  n = x.shape[-1]
+  if not jnp.issubdtype(x.dtype, jnp.floating) or n < 4 * k * _TOP_K_BLOCK:
+    return jax.lax.top_k(x, k)
+  pad = -n % _TOP_K_BLOCK  # -inf after the last value: ranks below every real value
+  if pad:
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, pad)], constant_values=-jnp.inf)
+  blocks = x.reshape(x.shape[:-1] + (-1, _TOP_K_BLOCK))
+  _, chosen = jax.lax.top_k(jnp.max(blocks, axis=-1), k)
+  chosen = jnp.sort(chosen, axis=-1)
+  candidates = jnp.take_along_axis(blocks, chosen[..., None], axis=-2)
+  values, pos = jax.lax.top_k(candidates.reshape(x.shape[:-1] + (k * _TOP_K_BLOCK,)), k)
+  block = jnp.take_along_axis(chosen, pos // _TOP_K_BLOCK, axis=-1)
+  return values, block * _TOP_K_BLOCK + pos % _TOP_K_BLOCK
+
+
 # ------------------------------------------------- logits processing (HF's)
 
 
@@ -106,7 +138,7 @@ def _filtered_sample(key: jax.Array, logits: jnp.ndarray, temperature: float,
   if not topk and not topp:
     return jax.random.categorical(key, logits).astype(jnp.int32)
   k = topk if 0 < topk < vocab else vocab
-  vals, idx = jax.lax.top_k(logits, k)  # sorted descending
+  vals, idx = top_k(logits, k)  # sorted descending
   if topp:
     # Nucleus over the (renormalised) top-k distribution, as HF chains warpers:
     # keep the smallest prefix whose mass reaches topp; the best always stays.
@@ -165,15 +197,16 @@ def temperature_sample(
       allowed = ban_tokens(logits, history, i + 1, eos_id=eos_id, min_length=min_length,
                            no_repeat_ngram_size=no_repeat_ngram_size)
     if temperature == 0.0:
-      tok = jnp.argmax(allowed, axis=-1).astype(jnp.int32)
+      tok = top_k(allowed, 1)[1][:, 0].astype(jnp.int32)  # argmax: first of equal maxima
     else:
       key = jax.random.fold_in(decode_rng, i)
       tok = _filtered_sample(key, allowed, temperature, topk, topp)
     forced = forced_all[:, i]
     is_forced = forced != 0
     tok = jnp.where(is_forced, forced, tok)
-    tok_lp = jnp.take_along_axis(
-        jax.nn.log_softmax(logits, axis=-1), tok[:, None], axis=-1)[:, 0]
+    # log_softmax at the chosen token only: the [B', V] log-probs are never written.
+    tok_lp = (jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0]
+              - jax.nn.logsumexp(logits, axis=-1))
     lps = lps + jnp.where(is_forced | ended, 0.0, tok_lp)
     tok = jnp.where(ended, 0, tok)
     seqs = jax.lax.dynamic_update_slice_in_dim(seqs, tok[:, None], i, axis=1)
@@ -314,7 +347,7 @@ def beam_search(
 
     # Top 2K continuations over all beams.
     cand = (alive_lp[:, :, None] + lp).reshape(batch, k * vocab)
-    top_lp, top_idx = jax.lax.top_k(cand, 2 * k)
+    top_lp, top_idx = top_k(cand, 2 * k)
     parent, token = top_idx // vocab, (top_idx % vocab).astype(jnp.int32)
     top_seqs = _take_beams(alive_seqs, parent)
     top_seqs = jax.lax.dynamic_update_slice_in_dim(

@@ -281,3 +281,33 @@ def test_works_under_jit():
   np.testing.assert_allclose(s_lp, s_lp_ref, rtol=1e-5)
   np.testing.assert_array_equal(b_seq, b_ref)
   np.testing.assert_allclose(b_sc, b_sc_ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape,k", [((3, 32128), 8), ((2, 4, 5000), 3), ((5, 4 * 32128), 1),
+                                     ((4, 4096), 8)])
+def test_top_k_equals_lax_top_k_with_ties_and_infinities(shape, k):
+  # Coarse values make many exact ties, across and inside blocks; -inf entries and
+  # the last, partial block exercise the padding.
+  rng = np.random.default_rng(sum(shape) + k)
+  x = rng.integers(-6, 7, shape).astype(np.float32)
+  x[..., rng.integers(0, shape[-1], 50)] = -np.inf
+  x[..., -3:] = 6.0  # maxima in the padded last block, behind earlier equal ones
+  got = jax.jit(decoding.top_k, static_argnums=1)(jnp.asarray(x), k)
+  want = jax.lax.top_k(jnp.asarray(x), k)
+  np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+  np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
+  # Distinct random values too; ties resolve to the lower index on both sides.
+  y = jnp.asarray(rng.standard_normal(shape).astype(np.float32))
+  for a, b in zip(decoding.top_k(y, k), jax.lax.top_k(y, k)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_top_k_lower_index_first_among_equal_maxima():
+  x = jnp.zeros((1, 40000), jnp.float32).at[0, jnp.array([39999, 17, 20000, 5])].set(1.0)
+  values, idx = decoding.top_k(x, 3)
+  assert idx.tolist() == [[5, 17, 20000]] and values.tolist() == [[1.0, 1.0, 1.0]]
+  assert decoding.top_k(x, 1)[1].tolist() == [[5]]  # greedy's argmax: the first maximum
+  # Equal values in blocks of different maxima: the lower index still comes first.
+  y = jnp.zeros((1, 40000), jnp.float32).at[0, jnp.array([640, 641, 0, 1])].set(
+      jnp.array([9.0, 3.0, 8.0, 3.0]))
+  assert decoding.top_k(y, 4)[1].tolist() == [[640, 0, 1, 641]]
