@@ -18,7 +18,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --durations=15 tests
 
-# All benchmarks (~12 min on 2 cores; BENCH_ARGS=--quick for a smoke run), then the
+# All benchmarks (~40 min on 2 cores; BENCH_ARGS=--quick for a smoke run), then the
 # table in benchmarks/README.md.
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py $(BENCH_ARGS)

@@ -1,9 +1,12 @@
 """Matmul FLOPs of the T5 encoder-decoder, the yardstick for GFLOP/s and MFU.
 
-Counts 2 FLOPs per multiply-add of every matmul the network runs and nothing else
-(norms, softmax and activations are left out, as MFU conventions do). Training is
-3x the forward pass (the backward pass is two matmuls per forward one; remat
-recomputation is not counted). `tests/benchmarks/test_benchmark_flops.py` checks
+Counts 2 FLOPs per multiply-add of every matmul a teacher-forced forward pass runs
+and nothing else (norms, softmax and activations are left out, as MFU conventions
+do). Training is 3x the forward pass (the backward pass is two matmuls per forward
+one; remat recomputation is not counted). `decode` is a yardstick of useful work,
+the same for both frameworks: it counts self-attention over the tokens generated so
+far (not a padded cache) and cross-attention keys and values once per example (not
+per beam). `tests/benchmarks/test_benchmark_flops.py` checks
 the forward count against the dot products of the traced model.
 
 Shapes come from any object with TransformerConfig's field names: d model width,

@@ -4,8 +4,9 @@
     python benchmarks/run_all.py --report_only   # rebuild the README table from results/
 
 Benchmarks on real data need CROSSTASK_DATA_DIR; when it is unset and ../shared/data
-(next to the checkout, as in CI) exists, that folder is used. About 10-12 minutes
-on a quiet 2-core machine; --quick is a smoke run of a few minutes.
+(next to the checkout, as in CI) exists, that folder is used. About 40 minutes on a
+2-core machine (two LongLM-large compiles in memory.py take a third of it); --quick
+is a smoke run of a few minutes.
 """
 
 import argparse
@@ -54,8 +55,9 @@ def results_table() -> str:
       if row["kind"] == "encode":  # diagnostic: what decoding's encoder share allows
         lines.append(f"| {row['model']} encoder alone {row['workload'].split()[-1]} x "
                      f"{row['input_len']}, tokens/s vs HF (no goal) | {row['ratio']:.2f}x "
-                     f"({row['crosstask']['per_s_median']:.0f} vs {row['hf']['per_s_median']:.0f}) "
-                     f"| - | - | {_load_note(sd)} |")
+                     f"({row['crosstask']['per_s_median']:.0f} vs {row['hf']['per_s_median']:.0f}), "
+                     f"outputs equal: {'yes' if row['outputs_equal'] else 'no'} "
+                     f"(max abs diff {row['max_abs_diff']:.1e}) | - | - | {_load_note(sd)} |")
         continue
       goal = 1.3 if row["kind"] == "train" else 2.0
       extra = ""
@@ -113,7 +115,9 @@ def results_table() -> str:
   gpu = _load("gpu_longlm")
   if gpu:
     c = gpu["results"]["crosstask"]
-    add("GPU LongLM-large bf16 step: MFU, ratio vs HF",
+    add(f"GPU bf16 step ({gpu['setup'].get('model_gin', 'longlm/large.gin')}, "
+        f"{gpu['setup']['batch']} x {gpu['setup']['inputs']}/{gpu['setup']['targets']}): "
+        "MFU, ratio vs HF",
         f"MFU {100 * (c['mfu'] or 0):.0f}%, {gpu['ratio']:.2f}x", ">= 50%, >= 1.5x",
         (c["mfu"] or 0) >= 0.5 and gpu["ratio"] >= 1.5, gpu)
   else:

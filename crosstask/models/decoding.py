@@ -76,10 +76,19 @@ def top_k(x: jnp.ndarray, k: int) -> Tuple[jnp.ndarray, jnp.ndarray]:
   the top k values (a value outside them is outranked by k block maxima), so
   lax.top_k runs over those k blocks alone. They are taken in index order, so
   equal values still come out lower index first, as lax.top_k orders them.
+  A NaN anywhere sends the whole call to lax.top_k (whose order ranks NaN; a
+  block maximum would not). One difference is left: +0 and -0 count as equal
+  here, where lax.top_k puts +0 first.
   """
   n = x.shape[-1]
   if not jnp.issubdtype(x.dtype, jnp.floating) or n < 4 * k * _TOP_K_BLOCK:
     return jax.lax.top_k(x, k)
+  return jax.lax.cond(jnp.isnan(x).any(), lambda v: tuple(jax.lax.top_k(v, k)),
+                      lambda v: _top_k_by_blocks(v, k), x)
+
+
+def _top_k_by_blocks(x: jnp.ndarray, k: int) -> Tuple[jnp.ndarray, jnp.ndarray]:
+  n = x.shape[-1]
   pad = -n % _TOP_K_BLOCK  # -inf after the last value: ranks below every real value
   if pad:
     x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, pad)], constant_values=-jnp.inf)

@@ -311,3 +311,14 @@ def test_top_k_lower_index_first_among_equal_maxima():
   y = jnp.zeros((1, 40000), jnp.float32).at[0, jnp.array([640, 641, 0, 1])].set(
       jnp.array([9.0, 3.0, 8.0, 3.0]))
   assert decoding.top_k(y, 4)[1].tolist() == [[640, 0, 1, 641]]
+
+
+def test_top_k_with_nan_gives_lax_top_k_answer():
+  # A broken row (NaN logits) must look the same as with lax.top_k, never a quiet token.
+  x = np.random.default_rng(3).standard_normal((2, 40000)).astype(np.float32)
+  x[1, 777] = np.nan
+  x[0, 123] = -np.nan
+  for k in (1, 4):
+    got, want = decoding.top_k(jnp.asarray(x), k), jax.lax.top_k(jnp.asarray(x), k)
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
