@@ -6,8 +6,8 @@ do). Training is 3x the forward pass (the backward pass is two matmuls per forwa
 one; remat recomputation is not counted). `decode` is a yardstick of useful work,
 the same for both frameworks: it counts self-attention over the tokens generated so
 far (not a padded cache) and cross-attention keys and values once per example (not
-per beam). `tests/benchmarks/test_benchmark_flops.py` checks
-the forward count against the dot products of the traced model.
+per beam). `tests/benchmarks/test_benchmark_flops.py` checks the forward count
+against the dot products of the traced model.
 
 Shapes come from any object with TransformerConfig's field names: d model width,
 h heads, k head width, f MLP width, n MLP input branches, V vocab, S / T input /
