@@ -3,11 +3,11 @@
 Same T5 1.1 weights on both sides (a seeded random HF checkpoint that crosstask
 imports), float32, dropout 0. Training: batch 8 x 256 input / 64 target tokens,
 AdamW, through crosstask's runtime Trainer.train_step vs a torch AdamW step.
-The encoder alone (batch 8 and 32 x 256, no goal) shows how much of decoding is
-the encoder's batched matmuls. Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
+Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
 penalty 1.0 / early_stopping False on both sides), batch 8 and 32, through
 EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
-for token (checked and recorded). Each framework runs in its own process,
+for token (checked and recorded). The encoder alone (batch 8 and 32 x 256, no
+goal) shows how much of decoding is the encoder's batched matmuls. Each framework runs in its own process,
 timed repetitions alternate between them after a warm-up (see harness.py).
 
     python benchmarks/step_and_decode.py [--quick] [--models tiny,small] [--reps 5]
@@ -116,7 +116,8 @@ def main(argv=None) -> int:
                       help="3 repetitions, tiny model, batch 8 decodes only (a smoke run)")
   parser.add_argument("--models", default="tiny,small", help="comma-separated: tiny,small")
   parser.add_argument("--reps", type=int, default=5, help="timed repetitions per framework")
-  parser.add_argument("--only", default="", help="comma-separated workload kinds: train,greedy,beam4,encode")
+  parser.add_argument("--only", default="",
+                      help="comma-separated workload kinds: train,greedy,beam4,encode")
   parser.add_argument("--threads", type=int, default=harness.default_threads(),
                       help="intra-op threads for each framework (default: all cores)")
   parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/...)")

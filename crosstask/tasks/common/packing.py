@@ -116,4 +116,3 @@ class FirstFitEncDecFeatureConverter(seqio.EncDecFeatureConverter):
     if self.pack:
       return first_fit_pack(ds, packed_lengths)
     return super()._pack_or_pad(ds, packed_lengths)
-
