@@ -6,6 +6,7 @@ otherwise `prompt_with_targets=True` forces the leading nonzero tokens of
 `batch['decoder_input_tokens'][:, 1:]` (the targets after the start token 0).
 """
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,6 +24,11 @@ Batch = Mapping[str, jax.Array]
 # decode_fn arguments the model fills in itself; decoder_params may not name them.
 _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
                            "decode_rng", "num_decodes"})
+# Decoding's XLA options on CPU unless `predict_compiler_options` says otherwise:
+# no YNNPACK fusions. A decoding step multiplies a few rows at a time, and there
+# XLA's own kernels beat YNNPACK's fusions: greedy and beam-4 ran 4-32% faster
+# without them, with the same tokens (benchmarks/README.md). Training keeps them.
+CPU_PREDICT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 
 class EncoderDecoderModel:
@@ -32,7 +38,8 @@ class EncoderDecoderModel:
                label_smoothing: float = 0.0, z_loss: float = 1e-4,
                loss_normalizing_factor: float | str | None = None,
                decode_fn: Callable = decoding.temperature_sample,
-               default_decoder_params: Mapping[str, Any] | None = None):
+               default_decoder_params: Mapping[str, Any] | None = None,
+               predict_compiler_options: Mapping[str, Any] | None = None):
     if not 0.0 <= label_smoothing < 1.0:
       raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
     if z_loss < 0:
@@ -50,8 +57,19 @@ class EncoderDecoderModel:
     if default_decoder_params is None and "temperature" in self._decode_args:
       default_decoder_params = {"temperature": 0.0}
     self.default_decoder_params = dict(default_decoder_params or {})
-    self._predict = jax.jit(self._predict_impl, static_argnames=(
-        "decoder_items", "num_decodes", "prompt_with_targets"))
+    # XLA options for compiling decoding; None: CPU_PREDICT_COMPILER_OPTIONS on
+    # CPU, XLA's defaults elsewhere. {} keeps XLA's defaults everywhere.
+    self.predict_compiler_options = (None if predict_compiler_options is None
+                                     else dict(predict_compiler_options))
+    self._predict = self._predict_nested = None  # Jitted on first use, on a known platform.
+
+  def compiler_options_for_predict(self, platform: str) -> dict[str, Any]:
+    """The XLA options decoding compiles with on `platform` ('cpu', 'gpu', 'tpu')."""
+    if self.predict_compiler_options is not None:
+      return dict(self.predict_compiler_options)
+    if platform == "cpu" and _xla_accepts(tuple(CPU_PREDICT_COMPILER_OPTIONS.items())):
+      return dict(CPU_PREDICT_COMPILER_OPTIONS)
+    return {}
 
   @property
   def eos_id(self) -> int:
@@ -151,8 +169,21 @@ class EncoderDecoderModel:
       rng = jax.random.PRNGKey(0)
     prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
     inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
-    seqs, scores = self._predict(params, inputs, rng, decoder_items=tuple(sorted(merged.items())),
-                                 num_decodes=num_decodes, prompt_with_targets=prompt_with_targets)
+    if self._predict is None:
+      static = ("decoder_items", "num_decodes", "prompt_with_targets")
+      options = self.compiler_options_for_predict(jax.default_backend())
+      self._predict = jax.jit(self._predict_impl, static_argnames=static,
+                              compiler_options=options or None)
+      # Inside another jit (the runtime's Inference), whose own options apply.
+      self._predict_nested = jax.jit(self._predict_impl, static_argnames=static)
+    traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((params, inputs, rng)))
+    predict = self._predict_nested if traced else self._predict
+    try:
+      seqs, scores = predict(params, inputs, rng, decoder_items=tuple(sorted(merged.items())),
+                             num_decodes=num_decodes, prompt_with_targets=prompt_with_targets)
+    except jax.errors.JaxRuntimeError as e:
+      raise compiler_options_error(e, "EncoderDecoderModel.predict_compiler_options",
+                                   self.predict_compiler_options) from e
     if return_all_decodes:
       return seqs, {"scores": scores}
     return seqs[:, 0], {"scores": scores[:, 0]}
@@ -195,6 +226,24 @@ class EncoderDecoderModel:
     seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
                                   max_decode_len=max_len, **kwargs)
     return seqs.astype(jnp.int32), scores.astype(jnp.float32)
+
+
+@functools.cache
+def _xla_accepts(options: tuple[tuple[str, Any], ...]) -> bool:
+  """Whether this jaxlib's XLA knows these options (a renamed flag must not break decoding)."""
+  try:
+    jax.jit(lambda x: x + 1, compiler_options=dict(options)).lower(0.0).compile()
+    return True
+  except jax.errors.JaxRuntimeError:
+    return False
+
+
+def compiler_options_error(error: Exception, binding: str,
+                           options: Mapping[str, Any] | None) -> Exception:
+  """A ValueError naming the gin binding when XLA refused one of its options, else `error`."""
+  if options and "option" in str(error):
+    return ValueError(f"{binding}={dict(options)!r}: {error}")
+  return error
 
 
 def _split_cross_cache(cache) -> tuple[dict, dict]:

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
+from crosstask.models import model as model_lib
 from crosstask.runtime import data, partitioning
 
 MODEL_KEYS = ('encoder_input_tokens', 'decoder_input_tokens', 'decoder_target_tokens',
@@ -44,8 +45,13 @@ class Inference:
                                           prompt_with_targets=prompt_with_targets,
                                           num_decodes=num_decodes)
 
+    # Decoding compiles with the model's XLA options for this platform (on CPU:
+    # no YNNPACK fusions, model.CPU_PREDICT_COMPILER_OPTIONS); scoring with XLA's.
+    self._predict_options = model.compiler_options_for_predict(
+        partitioner.mesh.devices.flat[0].platform)
     self._predict = jax.jit(predict, in_shardings=(param_shardings, data_sharding),
-                            out_shardings=(data_sharding, data_sharding))
+                            out_shardings=(data_sharding, data_sharding),
+                            compiler_options=self._predict_options or None)
     self._score = jax.jit(model.score_batch, in_shardings=(param_shardings, data_sharding),
                           out_shardings=data_sharding)
 
@@ -64,7 +70,11 @@ class Inference:
     out, scores = [], []
     with self.partitioner.context():
       for index, batch, n in self._batches(ds):
-        tokens, aux = self._predict(params, batch)
+        try:
+          tokens, aux = self._predict(params, batch)
+        except jax.errors.JaxRuntimeError as e:
+          raise model_lib.compiler_options_error(
+              e, 'EncoderDecoderModel.predict_compiler_options', self._predict_options) from e
         tokens, s = _to_host(tokens)[:n], _to_host(aux['scores'])[:n]
         out.extend((int(i), t.tolist()) for i, t in zip(index, tokens))
         scores.extend(float(x) for x in s)

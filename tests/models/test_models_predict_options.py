@@ -1,0 +1,121 @@
+"""Decoding's XLA options (`EncoderDecoderModel.predict_compiler_options`): the CPU
+default reaches XLA in both jits that decode (the model's own and the runtime's
+`Inference`), changes no token or score, and a wrong option names its binding."""
+
+import types
+
+import flax.linen as nn
+import jax
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from crosstask.models import decoding
+from crosstask.models import model as model_lib
+from crosstask.models.config import TransformerConfig
+from crosstask.models.network import Transformer
+from crosstask.runtime import inference, partitioning
+
+CFG = TransformerConfig(vocab_size=300, d_model=64, d_ff=128, num_heads=4, d_kv=16,
+                        num_encoder_layers=2, num_decoder_layers=2, dropout_rate=0.0,
+                        dtype="float32")
+VOCAB = types.SimpleNamespace(eos_id=1, vocab_size=300)
+on_cpu = pytest.mark.skipif(jax.default_backend() != "cpu", reason="an XLA:CPU option")
+
+
+def _model(beam: bool = False, **kw) -> model_lib.EncoderDecoderModel:
+  if beam:
+    kw.update(decode_fn=decoding.beam_search, default_decoder_params={"alpha": 1.0})
+  return model_lib.EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB, **kw)
+
+
+@pytest.fixture(scope="module")
+def params():
+  shapes = _model().get_initial_variables(jax.random.key(0), {
+      "encoder_input_tokens": (1, 24), "decoder_input_tokens": (1, 8)})["params"]
+  rng = np.random.default_rng(0)  # Spread-out weights, so decodes differ from row to row.
+  return jax.tree.map(lambda x: np.float32(0.3) * rng.standard_normal(x.shape, np.float32),
+                      nn.unbox(shapes))
+
+
+def _batch(b: int = 8) -> dict[str, np.ndarray]:
+  rng = np.random.default_rng(0)
+  return {"encoder_input_tokens": rng.integers(2, 300, (b, 24)).astype(np.int32),
+          "decoder_input_tokens": np.zeros((b, 8), np.int32)}
+
+
+def _ynn_fusions(compiled) -> int:
+  return compiled.as_text().count("__ynn_fusion")
+
+
+def test_default_options_by_platform_and_an_explicit_choice_wins():
+  default = _model()
+  expected = (model_lib.CPU_PREDICT_COMPILER_OPTIONS
+              if model_lib._xla_accepts(tuple(model_lib.CPU_PREDICT_COMPILER_OPTIONS.items()))
+              else {})
+  assert default.compiler_options_for_predict("cpu") == expected
+  assert default.compiler_options_for_predict("gpu") == {}
+  assert _model(predict_compiler_options={}).compiler_options_for_predict("cpu") == {}
+  mine = {"xla_cpu_enable_fast_math": False}
+  assert _model(predict_compiler_options=mine).compiler_options_for_predict("gpu") == mine
+
+
+def test_a_flag_this_xla_does_not_know_is_not_a_default():
+  assert not model_lib._xla_accepts((("xla_cpu_no_such_flag", ""),))
+
+
+@on_cpu
+@pytest.mark.parametrize("beam", [False, True], ids=["greedy", "beam4"])
+def test_cpu_default_compiles_without_ynn_fusions_and_decodes_the_same(params, beam):
+  batch = _batch()
+  runs = {}
+  for name, options in (("default", None), ("xla", {})):
+    model = _model(beam, predict_compiler_options=options)
+    tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=4 if beam else 1)
+    runs[name] = (np.asarray(tokens), np.asarray(aux["scores"]), model)
+  # The option reaches XLA: XLA's own default fuses some ops for YNNPACK, ours none.
+  fusions = {}
+  for name, (_, _, model) in runs.items():
+    compiled = model._predict.lower(params, batch, jax.random.PRNGKey(0),
+                                    decoder_items=tuple(sorted(model.default_decoder_params.items())),
+                                    num_decodes=4 if beam else 1,
+                                    prompt_with_targets=False).compile()
+    fusions[name] = _ynn_fusions(compiled)
+  assert fusions["default"] == 0 < fusions["xla"]
+  np.testing.assert_array_equal(runs["default"][0], runs["xla"][0])
+  assert (runs["default"][0] > 1).sum() > 8 * 4  # real decodes, not EOS at once
+  np.testing.assert_allclose(runs["default"][1], runs["xla"][1], rtol=1e-5, atol=1e-5)
+
+
+def _dataset(batch):
+  feats = {k: tf.constant(v) for k, v in batch.items()}
+  return tf.data.Dataset.from_tensor_slices(feats).enumerate()
+
+
+def _runner(model, params):
+  partitioner = partitioning.Partitioner()
+  shardings = jax.tree.map(lambda _: partitioner.replicated, params)
+  return inference.Inference(model, partitioner, shardings, batch_size=8)
+
+
+@on_cpu
+def test_inference_decodes_with_the_models_options(params):
+  batch = _batch()
+  tokens = np.asarray(_model().predict_batch(params, batch))
+  runner = _runner(_model(), params)
+  assert runner._predict_options == _model().compiler_options_for_predict("cpu")
+  compiled = runner._predict.lower(params, runner.partitioner.shard_batch(batch)).compile()
+  assert _ynn_fusions(compiled) == 0
+  out = dict(runner.predict(params, _dataset(batch)))
+  assert [out[i] for i in range(8)] == tokens.tolist()
+
+
+def test_wrong_option_names_the_binding_in_both_decoding_jits(params):
+  bad = {"xla_cpu_no_such_flag": "1"}
+  with pytest.raises(ValueError, match=r"EncoderDecoderModel\.predict_compiler_options=.*"
+                                       r"xla_cpu_no_such_flag"):
+    _model(predict_compiler_options=bad).predict_batch(params, _batch())
+  runner = _runner(_model(predict_compiler_options=bad), params)
+  with pytest.raises(ValueError, match=r"EncoderDecoderModel\.predict_compiler_options=.*"
+                                       r"xla_cpu_no_such_flag"):
+    runner.predict(params, _dataset(_batch()))
