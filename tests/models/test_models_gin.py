@@ -54,3 +54,10 @@ def test_tiny_model_trains_and_decodes_from_gin():
   assert np.isfinite(loss) and 4 < float(metrics["cross_ent_loss"]) < 12  # ~log(512)
   out = model.predict_batch(params, batch, jax.random.PRNGKey(1))
   assert out.shape == (2, 4)
+
+
+def test_decoding_compiler_options_bind_from_gin():
+  model = builder.model_from_gin(["crosstask/gin/t5_1_1/tiny.gin"], [
+      "NUM_EMBEDDINGS = 512",
+      "model.EncoderDecoderModel.predict_compiler_options = {'xla_cpu_enable_fast_math': False}"])
+  assert model.compiler_options_for_predict("cpu") == {"xla_cpu_enable_fast_math": False}
