@@ -61,7 +61,7 @@ class EncoderDecoderModel:
     # CPU, XLA's defaults elsewhere. {} keeps XLA's defaults everywhere.
     self.predict_compiler_options = (None if predict_compiler_options is None
                                      else dict(predict_compiler_options))
-    self._predict = self._predict_nested = None  # Jitted on first use, on a known platform.
+    self._predict = None  # Jitted on first use, once the platform is known.
 
   def compiler_options_for_predict(self, platform: str) -> dict[str, Any]:
     """The XLA options decoding compiles with on `platform` ('cpu', 'gpu', 'tpu')."""
@@ -170,20 +170,21 @@ class EncoderDecoderModel:
     prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
     inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
     if self._predict is None:
-      static = ("decoder_items", "num_decodes", "prompt_with_targets")
       options = self.compiler_options_for_predict(jax.default_backend())
-      self._predict = jax.jit(self._predict_impl, static_argnames=static,
-                              compiler_options=options or None)
-      # Inside another jit (the runtime's Inference), whose own options apply.
-      self._predict_nested = jax.jit(self._predict_impl, static_argnames=static)
+      self._predict = jax.jit(self._predict_impl, compiler_options=options or None,
+                              static_argnames=("decoder_items", "num_decodes",
+                                               "prompt_with_targets"))
+    # Inside another jit (the runtime's Inference) the outer jit compiles, with its
+    # own options; JAX refuses compiler options on a nested jit.
     traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((params, inputs, rng)))
-    predict = self._predict_nested if traced else self._predict
+    predict = self._predict_impl if traced else self._predict
     try:
       seqs, scores = predict(params, inputs, rng, decoder_items=tuple(sorted(merged.items())),
                              num_decodes=num_decodes, prompt_with_targets=prompt_with_targets)
     except jax.errors.JaxRuntimeError as e:
-      raise compiler_options_error(e, "EncoderDecoderModel.predict_compiler_options",
-                                   self.predict_compiler_options) from e
+      raise_if_options_refused(e, "EncoderDecoderModel.predict_compiler_options",
+                               self.predict_compiler_options)
+      raise
     if return_all_decodes:
       return seqs, {"scores": scores}
     return seqs[:, 0], {"scores": scores[:, 0]}
@@ -238,12 +239,11 @@ def _xla_accepts(options: tuple[tuple[str, Any], ...]) -> bool:
     return False
 
 
-def compiler_options_error(error: Exception, binding: str,
-                           options: Mapping[str, Any] | None) -> Exception:
-  """A ValueError naming the gin binding when XLA refused one of its options, else `error`."""
+def raise_if_options_refused(error: Exception, binding: str,
+                             options: Mapping[str, Any] | None) -> None:
+  """Raises a ValueError naming the gin binding if `error` is XLA refusing one of `options`."""
   if options and "option" in str(error):
-    return ValueError(f"{binding}={dict(options)!r}: {error}")
-  return error
+    raise ValueError(f"{binding}={dict(options)!r}: {error}") from error
 
 
 def _split_cross_cache(cache) -> tuple[dict, dict]:

@@ -73,8 +73,9 @@ class Inference:
         try:
           tokens, aux = self._predict(params, batch)
         except jax.errors.JaxRuntimeError as e:
-          raise model_lib.compiler_options_error(
-              e, 'EncoderDecoderModel.predict_compiler_options', self._predict_options) from e
+          model_lib.raise_if_options_refused(
+              e, 'EncoderDecoderModel.predict_compiler_options', self._predict_options)
+          raise
         tokens, s = _to_host(tokens)[:n], _to_host(aux['scores'])[:n]
         out.extend((int(i), t.tolist()) for i, t in zip(index, tokens))
         scores.extend(float(x) for x in s)

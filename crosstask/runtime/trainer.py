@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from crosstask.models import model as model_lib
 from crosstask.runtime import partitioning
 
 State = dict[str, Any]
@@ -158,8 +159,7 @@ class Trainer:
       try:
         return jitted.lower(state, batch, rng).compile()
       except jax.errors.JaxRuntimeError as e:
-        if 'compile option' in str(e) and self.compiler_options:
-          raise ValueError(f'Trainer.compiler_options={self.compiler_options!r}: {e}') from e
+        model_lib.raise_if_options_refused(e, 'Trainer.compiler_options', self.compiler_options)
         raise
 
   def train_step(self, state: State, batch: Mapping[str, jax.Array], rng) -> tuple[State, dict]:
