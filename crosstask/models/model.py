@@ -61,7 +61,7 @@ class EncoderDecoderModel:
     # CPU, XLA's defaults elsewhere. {} keeps XLA's defaults everywhere.
     self.predict_compiler_options = (None if predict_compiler_options is None
                                      else dict(predict_compiler_options))
-    self._predict = None  # Jitted on first use, once the platform is known.
+    self._predict = None  # Jitted on first use, once a backend is up.
 
   def compiler_options_for_predict(self, platform: str) -> dict[str, Any]:
     """The XLA options decoding compiles with on `platform` ('cpu', 'gpu', 'tpu')."""
@@ -169,22 +169,25 @@ class EncoderDecoderModel:
       rng = jax.random.PRNGKey(0)
     prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
     inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
-    if self._predict is None:
+    if self._predict is None:  # Options for the default backend's platform.
       options = self.compiler_options_for_predict(jax.default_backend())
       self._predict = jax.jit(self._predict_impl, compiler_options=options or None,
                               static_argnames=("decoder_items", "num_decodes",
                                                "prompt_with_targets"))
-    # Inside another jit (the runtime's Inference) the outer jit compiles, with its
-    # own options; JAX refuses compiler options on a nested jit.
-    traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((params, inputs, rng)))
-    predict = self._predict_impl if traced else self._predict
+    static = dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
+                  prompt_with_targets=prompt_with_targets)
     try:
-      seqs, scores = predict(params, inputs, rng, decoder_items=tuple(sorted(merged.items())),
-                             num_decodes=num_decodes, prompt_with_targets=prompt_with_targets)
+      seqs, scores = self._predict(params, inputs, rng, **static)
     except jax.errors.JaxRuntimeError as e:
       raise_if_options_refused(e, "EncoderDecoderModel.predict_compiler_options",
                                self.predict_compiler_options)
       raise
+    except ValueError as e:
+      if "top-level" not in str(e):
+        raise
+      # Called inside another jit (the runtime's Inference), which JAX does not let
+      # a jit with compiler options nest in: that outer jit compiles, with its options.
+      seqs, scores = self._predict_impl(params, inputs, rng, **static)
     if return_all_decodes:
       return seqs, {"scores": scores}
     return seqs[:, 0], {"scores": scores[:, 0]}
@@ -242,7 +245,7 @@ def _xla_accepts(options: tuple[tuple[str, Any], ...]) -> bool:
 def raise_if_options_refused(error: Exception, binding: str,
                              options: Mapping[str, Any] | None) -> None:
   """Raises a ValueError naming the gin binding if `error` is XLA refusing one of `options`."""
-  if options and "option" in str(error):
+  if options and any(name in str(error) for name in options):
     raise ValueError(f"{binding}={dict(options)!r}: {error}") from error
 
 

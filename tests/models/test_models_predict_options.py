@@ -72,6 +72,7 @@ def test_cpu_default_compiles_without_ynn_fusions_and_decodes_the_same(params, b
   for name, options in (("default", None), ("xla", {})):
     model = _model(beam, predict_compiler_options=options)
     tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=4 if beam else 1)
+    assert model._predict._cache_size() == 1  # the top-level jit with the options ran
     runs[name] = (np.asarray(tokens), np.asarray(aux["scores"]), model)
   # The option reaches XLA: XLA's own default fuses some ops for YNNPACK, ours none.
   fusions = {}
@@ -85,6 +86,18 @@ def test_cpu_default_compiles_without_ynn_fusions_and_decodes_the_same(params, b
   np.testing.assert_array_equal(runs["default"][0], runs["xla"][0])
   assert (runs["default"][0] > 1).sum() > 8 * 4  # real decodes, not EOS at once
   np.testing.assert_allclose(runs["default"][1], runs["xla"][1], rtol=1e-5, atol=1e-5)
+
+
+def test_decoding_inside_another_jit_uses_that_jits_compilation(params):
+  batch = _batch()
+  model = _model()
+  key = jax.random.PRNGKey(0)
+  direct = np.asarray(model.predict_batch(params, batch, key))
+  # Closed over (no tracer among the arguments) and passed in: both nest in the outer jit.
+  closed = jax.jit(lambda: model.predict_batch(params, batch, key))()
+  passed = jax.jit(lambda p, b: model.predict_batch(p, b, key))(params, batch)
+  np.testing.assert_array_equal(np.asarray(closed), direct)
+  np.testing.assert_array_equal(np.asarray(passed), direct)
 
 
 def _dataset(batch):
