@@ -7,8 +7,9 @@ Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
 penalty 1.0 / early_stopping False on both sides), batch 8 and 32, through
 EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
 for token (checked and recorded). The encoder alone (batch 8 and 32 x 256, no
-goal) shows how much of decoding is the encoder's batched matmuls. Each framework runs in its own process,
-timed repetitions alternate between them after a warm-up (see harness.py).
+goal, compiled as decoding compiles it) shows how much of decoding is the
+encoder's batched matmuls. Each framework runs in its own process, timed
+repetitions alternate between them after a warm-up (see harness.py).
 
     python benchmarks/step_and_decode.py [--quick] [--models tiny,small] [--reps 5]
 """
