@@ -154,3 +154,14 @@ def test_relative_buckets_match_transformers():
 def test_config_errors_name_the_field(field, value):
   with pytest.raises(ValueError, match=field):
     TransformerConfig(**{field: value})
+
+
+def test_attention_output_projection_reads_the_stored_weight_in_place():
+  # Contracting (heads, d_kv) as two axes let XLA:CPU reorder them and copy every
+  # `out` weight into [d_kv, heads, d_model] on each call (each decoding step).
+  model, variables = _init()
+  enc = jnp.full((2, 8), 3, jnp.int32)
+  hlo = jax.jit(lambda v: model.apply(v, enc, enc)).lower(variables).compile().as_text()
+  h, d, dm = CFG.num_heads, CFG.d_kv, CFG.d_model
+  assert f"f32[{h},{d},{dm}]" in hlo  # the stored weights are there...
+  assert f"f32[{d},{h},{dm}]" not in hlo  # ...and never copied into the swapped order
