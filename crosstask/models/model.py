@@ -29,6 +29,8 @@ _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max
 # XLA's own kernels beat YNNPACK's fusions: greedy and beam-4 ran 4-32% faster
 # without them, with the same tokens (benchmarks/README.md). Training keeps them.
 CPU_PREDICT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+# The gin binding an error names when XLA refuses decoding's options.
+PREDICT_OPTIONS_BINDING = "EncoderDecoderModel.predict_compiler_options"
 
 
 class EncoderDecoderModel:
@@ -179,8 +181,7 @@ class EncoderDecoderModel:
     try:
       seqs, scores = self._predict(params, inputs, rng, **static)
     except jax.errors.JaxRuntimeError as e:
-      raise_if_options_refused(e, "EncoderDecoderModel.predict_compiler_options",
-                               self.predict_compiler_options)
+      raise_if_options_refused(e, PREDICT_OPTIONS_BINDING, self.predict_compiler_options)
       raise
     except ValueError as e:
       if "top-level" not in str(e):

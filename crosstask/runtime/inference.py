@@ -74,7 +74,7 @@ class Inference:
           tokens, aux = self._predict(params, batch)
         except jax.errors.JaxRuntimeError as e:
           model_lib.raise_if_options_refused(
-              e, 'EncoderDecoderModel.predict_compiler_options', self._predict_options)
+              e, model_lib.PREDICT_OPTIONS_BINDING, self._predict_options)
           raise
         tokens, s = _to_host(tokens)[:n], _to_host(aux['scores'])[:n]
         out.extend((int(i), t.tolist()) for i, t in zip(index, tokens))
