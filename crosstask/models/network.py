@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from crosstask.models import layers
+from crosstask.models import remat
 from crosstask.models.config import TransformerConfig
 
 _EMBED = ("batch", "length", "embed")
@@ -27,24 +28,35 @@ def _pair_mask(q_valid: jax.Array, k_valid: jax.Array, q_segments=None, k_segmen
   return mask
 
 
+def _layer_bias(mask_bias: jax.Array | None, position_bias: jax.Array) -> jax.Array:
+  """A layer's attention bias: its padding / segment mask plus the shared position bias.
+
+  Added in each layer, not once for the stack: the learned position bias
+  ([1, h, q, k]) then gets its gradient summed over the batch inside each layer's
+  backward pass. A stack-wide [B, h, q, k] sum made every layer hand back a
+  [B, h, q, k] gradient, and XLA kept all of them until their sum at the end
+  (benchmarks/README.md, "Memory").
+  """
+  return position_bias if mask_bias is None else mask_bias + position_bias
+
+
 def _maybe_remat(layer_cls: type[nn.Module], cfg: TransformerConfig, static_argnums: tuple[int, ...]):
-  """The layer class, wrapped in nn.remat per `cfg.remat_policy` (flags passed positionally)."""
+  """The layer class, rematerialised per `cfg.remat_policy` (flags passed positionally)."""
   if cfg.remat_policy == "none":
     return layer_cls
-  policy = {"full": None,
-            "minimal": jax.checkpoint_policies.dots_with_no_batch_dims_saveable}[cfg.remat_policy]
-  return nn.remat(layer_cls, policy=policy, static_argnums=static_argnums)
+  return remat.remat_layer(layer_cls, cfg.remat_policy, static_argnums)
 
 
 class EncoderLayer(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, x, bias, enable_dropout=False):
+  def __call__(self, x, mask_bias, position_bias, enable_dropout=False):
     cfg = self.config
     drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=not enable_dropout)
     y = layers.RMSNorm(cfg, name="pre_attention_layer_norm")(x)
-    y = layers.MultiHeadAttention(cfg, name="attention")(y, y, bias, enable_dropout=enable_dropout)
+    y = layers.MultiHeadAttention(cfg, name="attention")(
+        y, y, _layer_bias(mask_bias, position_bias), enable_dropout=enable_dropout)
     x = x + drop(y)
     y = layers.RMSNorm(cfg, name="pre_mlp_layer_norm")(x)
     y = layers.MlpBlock(cfg, name="mlp")(y, enable_dropout=enable_dropout)
@@ -55,13 +67,14 @@ class DecoderLayer(nn.Module):
   config: TransformerConfig
 
   @nn.compact
-  def __call__(self, x, encoded, self_bias, cross_bias, enable_dropout=False, decode=False,
-               cache_length=None):
+  def __call__(self, x, encoded, self_mask_bias, position_bias, cross_bias, enable_dropout=False,
+               decode=False, cache_length=None):
     cfg = self.config
     drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=not enable_dropout)
     y = layers.RMSNorm(cfg, name="pre_self_attention_layer_norm")(x)
     y = layers.MultiHeadAttention(cfg, name="self_attention")(
-        y, y, self_bias, decode=decode, enable_dropout=enable_dropout, cache_length=cache_length)
+        y, y, _layer_bias(self_mask_bias, position_bias), decode=decode,
+        enable_dropout=enable_dropout, cache_length=cache_length)
     x = x + drop(y)
     y = layers.RMSNorm(cfg, name="pre_cross_attention_layer_norm")(x)
     y = layers.MultiHeadAttention(cfg, is_cross_attention=True, name="encoder_decoder_attention")(
@@ -80,16 +93,16 @@ class Encoder(nn.Module):
   def __call__(self, tokens, segment_ids=None, *, enable_dropout=False):
     cfg = self.config
     valid = tokens > 0
-    bias = _bias_from_mask(_pair_mask(valid, valid, segment_ids, segment_ids))
+    mask_bias = _bias_from_mask(_pair_mask(valid, valid, segment_ids, segment_ids))
     length = tokens.shape[1]
-    bias = bias + layers.RelativePositionBias(cfg, bidirectional=True, name="relpos_bias")(
+    position_bias = layers.RelativePositionBias(cfg, bidirectional=True, name="relpos_bias")(
         length, length)
     x = self.shared_embedding(tokens)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
-    layer_cls = _maybe_remat(EncoderLayer, cfg, static_argnums=(3,))  # self=0: enable_dropout
+    layer_cls = _maybe_remat(EncoderLayer, cfg, static_argnums=(4,))  # self=0: enable_dropout
     for i in range(cfg.num_encoder_layers):
-      x = layer_cls(cfg, name=f"layers_{i}")(x, bias, enable_dropout)
+      x = layer_cls(cfg, name=f"layers_{i}")(x, mask_bias, position_bias, enable_dropout)
     x = layers.RMSNorm(cfg, name="encoder_norm")(x)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     return nn.with_logical_constraint(x, _EMBED)
@@ -113,7 +126,7 @@ class Decoder(nn.Module):
       if max_decode_length is None:
         raise ValueError("max_decode_length is required when decoding step by step")
       position = self.variable("cache", "position", lambda: jnp.array(0, jnp.int32))
-      self_bias = relpos(1, max_decode_length, position.value)
+      self_mask_bias, position_bias = None, relpos(1, max_decode_length, position.value)
       position.value = position.value + 1
       cross_bias = _bias_from_mask(enc_valid[:, None, :])  # [B, 1, 1, S]
     else:
@@ -122,7 +135,7 @@ class Decoder(nn.Module):
       q_valid = target_tokens > 0 if target_tokens is not None else jnp.ones_like(tokens, bool)
       causal = jnp.tril(jnp.ones((length, length), bool))[None]
       self_mask = _pair_mask(q_valid, q_valid, segment_ids, segment_ids) & causal
-      self_bias = _bias_from_mask(self_mask) + relpos(length, length)
+      self_mask_bias, position_bias = _bias_from_mask(self_mask), relpos(length, length)
       cross_bias = _bias_from_mask(
           _pair_mask(q_valid, enc_valid, segment_ids, encoder_segment_ids))
     if cfg.decoder_start_id:
@@ -133,10 +146,10 @@ class Decoder(nn.Module):
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
     # Remat only helps the backward pass; step-by-step decoding keeps the plain layer.
-    layer_cls = DecoderLayer if decode else _maybe_remat(DecoderLayer, cfg, static_argnums=(5, 6, 7))
+    layer_cls = DecoderLayer if decode else _maybe_remat(DecoderLayer, cfg, static_argnums=(6, 7, 8))
     for i in range(cfg.num_decoder_layers):
-      x = layer_cls(cfg, name=f"layers_{i}")(
-          x, encoded, self_bias, cross_bias, enable_dropout, decode, max_decode_length)
+      x = layer_cls(cfg, name=f"layers_{i}")(x, encoded, self_mask_bias, position_bias, cross_bias,
+                                             enable_dropout, decode, max_decode_length)
     x = layers.RMSNorm(cfg, name="decoder_norm")(x)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     if cfg.logits_via_embedding:
