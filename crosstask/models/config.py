@@ -18,7 +18,8 @@ class TransformerConfig:
   approximation (HF `gelu_new`, T5X), "gelu_exact" the erf form.
   `remat_policy` trades compute for activation memory in training, like T5X's: "none"
   keeps every activation, "full" recomputes each layer in the backward pass, "minimal"
-  keeps the weight matmul outputs and recomputes the rest (attention, norms, activations).
+  keeps the weight matmul outputs and recomputes the rest (attention, norms, activations);
+  models/remat.py keeps XLA from running several layers' backward passes at once.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
   """

@@ -36,12 +36,17 @@ POLICIES: dict[str, Callable[..., bool] | None] = {
 
 
 def _any_nan(tree: Any) -> jax.Array:
-  """True when the first element of some floating-point leaf is NaN (a cheap probe)."""
-  flag = jnp.zeros((), bool)
-  for leaf in jax.tree.leaves(tree):
-    if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.floating) and leaf.size:
-      flag = flag | jnp.isnan(leaf.reshape(-1)[0])
-  return flag
+  """True when the first element of some floating-point leaf is NaN (a cheap probe).
+
+  One reduction over the gathered elements: XLA keeps its scalar result as one
+  buffer, where a chain of elementwise ORs would be copied into every fusion that
+  reads the flag (5x the optimized HLO of a T5 small step).
+  """
+  firsts = [leaf.reshape(-1)[0].astype(jnp.float32) for leaf in jax.tree.leaves(tree)
+            if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.floating) and leaf.size]
+  if not firsts:
+    return jnp.zeros((), bool)
+  return jnp.any(jnp.isnan(jnp.stack(firsts)))
 
 
 def _unless(flag: jax.Array, leaf: Any) -> Any:

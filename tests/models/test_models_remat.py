@@ -77,7 +77,7 @@ def test_remat_backward_holds_one_layer_at_a_time(policy):
   # probability array is B * h * L * L floats (1 MB). Under plain jax.checkpoint,
   # XLA:CPU kept 11 (full) and 13.5 (minimal) of them per added pair, recomputed
   # layers and per-layer position-bias gradients all alive at once (remat.py);
-  # now 2 and 3.
+  # now 0.6 and 3.6.
   probs_bytes = _BATCH * CFG.num_heads * _LENGTH * _LENGTH * 4
   per_pair = _compiled_grad_temp_bytes(policy, 2) - _compiled_grad_temp_bytes(policy, 1)
   assert per_pair < 5 * probs_bytes, (policy, per_pair / probs_bytes)
