@@ -35,7 +35,7 @@ def _layer_bias(mask_bias: jax.Array | None, position_bias: jax.Array) -> jax.Ar
   ([1, h, q, k]) then gets its gradient summed over the batch inside each layer's
   backward pass. A stack-wide [B, h, q, k] sum made every layer hand back a
   [B, h, q, k] gradient, and XLA kept all of them until their sum at the end
-  (benchmarks/README.md, "Memory").
+  (benchmarks/README.md, "Knobs that matter for memory").
   """
   return position_bias if mask_bias is None else mask_bias + position_bias
 

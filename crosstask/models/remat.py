@@ -7,8 +7,8 @@ the first one, and left each layer's small side gradients (the shared position
 bias's) to be summed at the end of the stack: recomputed and transient arrays
 of all layers were alive at once. jax.checkpoint's optimization barriers do not
 prevent this, since XLA:CPU expands them before it schedules. On a LongLM-large
-step (8 x 512/512) the "full" policy then kept 1.2 GiB more per
-encoder-decoder layer pair instead of ~0.1 (benchmarks/README.md, "Memory").
+step (8 x 512/512) the "full" policy planned 39.2 GiB of temporaries; with this
+module, 4.7 GiB (benchmarks/README.md, "Knobs that matter for memory").
 
 So each layer is wrapped in a `jax.custom_vjp` whose backward
 - reads the saved values only through a select on the incoming gradient, so

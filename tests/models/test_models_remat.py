@@ -68,7 +68,6 @@ def _compiled_grad_temp_bytes(policy: str, layers: int) -> int:
   return compiled.memory_analysis().temp_size_in_bytes
 
 
-
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's schedule is the subject")
 @pytest.mark.parametrize("policy", ["full", "minimal"])
 def test_remat_backward_holds_one_layer_at_a_time(policy):
