@@ -56,8 +56,7 @@ def _compiled_grad_temp_bytes(policy: str, layers: int) -> int:
   model = Transformer(cfg)
   tokens = jax.ShapeDtypeStruct((_BATCH, _LENGTH), jnp.int32)
   zeros = jnp.zeros((_BATCH, _LENGTH), jnp.int32)
-  params = jax.eval_shape(lambda: Transformer(cfg).init(jax.random.PRNGKey(0), zeros, zeros))
-  params = params["params"]
+  params = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), zeros, zeros))["params"]
 
   def loss(p, enc, dec):
     logits = model.apply({"params": p}, enc, dec, dec, enable_dropout=True,
