@@ -101,6 +101,129 @@ def _top_k_by_blocks(x: jnp.ndarray, k: int) -> Tuple[jnp.ndarray, jnp.ndarray]:
   return values, block * _TOP_K_BLOCK + pos % _TOP_K_BLOCK
 
 
+# ------------------------------------- per-step log-softmax, from block maxima
+
+# Values per block in the step summaries below. XLA:CPU rewrites a wider
+# reduction as a reduce-window plus a reduce, and the exp before it then no
+# longer fuses: it writes the whole [rows, V] array out and reads it back.
+_LOGITS_BLOCK = 32
+
+
+def _block_summary(logits: jnp.ndarray):
+  """Block maxima, row maximum and row sum of exp of [..., V] logits, in two reads.
+
+  Returns (blocks [..., V/32, 32], block_max [..., V/32], row_max [...], sum_exp
+  [...]) with sum_exp = sum(exp(logits - shift)), shift being row_max where it is
+  finite and 0 elsewhere (jax.nn.logsumexp's shift; log_softmax's where finite).
+  The barriers keep XLA from merging the two-level reductions back into one.
+  Any NaN in a row, a +inf beside a finite shift aside, makes its sum_exp NaN,
+  whatever the backend's max does with NaN: callers test that to fall back.
+  """
+  blocks = logits.reshape(logits.shape[:-1] + (-1, _LOGITS_BLOCK))
+  block_max = jax.lax.optimization_barrier(jnp.max(blocks, axis=-1))
+  row_max = jax.lax.stop_gradient(jnp.max(block_max, axis=-1))
+  shift = jnp.where(jnp.isfinite(row_max), row_max, 0.0)
+  partial = jnp.sum(jnp.exp(blocks - shift[..., None, None]), axis=-1)
+  sum_exp = jnp.sum(jax.lax.optimization_barrier(partial), axis=-1)
+  return blocks, block_max, row_max, sum_exp
+
+
+def _summarisable(logits: jnp.ndarray) -> bool:
+  """Whether `_block_summary` applies: float logits, whole blocks, at least four of them."""
+  return (logits.shape[-1] % _LOGITS_BLOCK == 0
+          and logits.shape[-1] >= 4 * _LOGITS_BLOCK
+          and jnp.issubdtype(logits.dtype, jnp.floating))
+
+
+def _greedy_choice(logits: jnp.ndarray) -> Tuple[jnp.ndarray, jnp.ndarray]:
+  """(argmax, its log-softmax) per row of [N, V] float32 logits, never writing [N, V].
+
+  The same token as lax.top_k(logits, 1) (first of equal maxima: the first
+  block whose maximum is the row's, then the first such value in it) and the
+  value logits[tok] - jax.nn.logsumexp(logits). A NaN sends the row set to
+  lax.top_k, as `top_k` does.
+  """
+  if not _summarisable(logits):
+    tok = top_k(logits, 1)[1][:, 0].astype(jnp.int32)
+    return tok, jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0] - jax.nn.logsumexp(
+        logits, axis=-1)
+  blocks, block_max, row_max, sum_exp = _block_summary(logits)
+  lse = jnp.log(sum_exp) + jnp.where(jnp.isfinite(row_max), row_max, 0.0)
+
+  def by_blocks(_):
+    block = jax.lax.top_k(block_max, 1)[1]  # [N, 1]
+    chosen = jnp.take_along_axis(blocks, block[:, :, None], axis=1)[:, 0]
+    pos = jax.lax.top_k(chosen, 1)[1][:, 0]
+    return block[:, 0] * _LOGITS_BLOCK + pos
+
+  tok = jax.lax.cond(jnp.isnan(sum_exp).any(),
+                     lambda x: jax.lax.top_k(x, 1)[1][:, 0], by_blocks, logits).astype(jnp.int32)
+  return tok, jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0] - lse
+
+
+def _beam_continuations(logits: jnp.ndarray, alive_lp: jnp.ndarray, forced: jnp.ndarray,
+                        n: int) -> Tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+  """The n best continuations of all beams: (scores [B, n], parent beam, token).
+
+  logits float32 [B, K, V], alive_lp [B, K], forced int32 [B] (0: none). What
+  lax.top_k gives over the flattened [B, K * V] scores alive_lp +
+  log_softmax(logits), a forced row scoring 0 at its token and NEG_INF
+  elsewhere (`_dense_continuations`), without writing those scores: a score is
+  a non-decreasing function of its logit within a beam row, so the block
+  maxima of the scores are that function of the logits' block maxima, and the
+  n blocks with the best maxima hold the n best scores (`top_k`'s argument, at
+  32 values a block). Values, order and ties are lax.top_k's over scores whose
+  log-sum is added up block by block; jax.nn.log_softmax's can differ from it
+  in the last bit. Any NaN score falls back to the dense path.
+  """
+  if not _summarisable(logits):
+    return _dense_continuations(jax.nn.log_softmax(logits, axis=-1), alive_lp, forced, n)
+  batch, k, vocab = logits.shape
+  blocks, block_max, row_max, sum_exp = _block_summary(logits)
+  log_sum = jnp.log(sum_exp)
+  shift = jnp.where(jnp.isfinite(row_max), row_max, 0.0)  # = row_max unless NaN follows
+  is_forced = (forced != 0)[:, None, None]
+
+  def scores(lg, beam_shift, beam_log_sum, beam_lp):  # alive_lp + log_softmax, as dense
+    return beam_lp[..., None] + ((lg - beam_shift[..., None]) - beam_log_sum[..., None])
+
+  nb = vocab // _LOGITS_BLOCK
+  in_forced_block = jnp.arange(nb)[None, None, :] == (forced // _LOGITS_BLOCK)[:, None, None]
+  forced_block = jnp.where(in_forced_block, 0.0, NEG_INF)
+  best_in_block = jnp.where(is_forced, alive_lp[..., None] + forced_block,
+                            scores(block_max, shift, log_sum, alive_lp))  # [B, K, nb]
+
+  def by_blocks(_):
+    _, chosen = jax.lax.top_k(best_in_block.reshape(batch, k * nb), n)
+    chosen = jnp.sort(chosen, axis=-1)  # index order keeps lax.top_k's tie order
+    beam, block = chosen // nb, chosen % nb
+    values = blocks[jnp.arange(batch)[:, None], beam, block]  # [B, n, 32]
+    token = block[..., None] * _LOGITS_BLOCK + jnp.arange(_LOGITS_BLOCK)
+    per_beam = [jnp.take_along_axis(t, beam, axis=1) for t in (shift, log_sum, alive_lp)]
+    cand = jnp.where(is_forced,
+                     per_beam[2][..., None] + jnp.where(token == forced[:, None, None], 0.0,
+                                                        NEG_INF),
+                     scores(values, *per_beam))
+    top, pos = jax.lax.top_k(cand.reshape(batch, n * _LOGITS_BLOCK), n)
+    return (top, jnp.take_along_axis(beam, pos // _LOGITS_BLOCK, axis=1),
+            jnp.take_along_axis(token.reshape(batch, -1), pos, axis=1).astype(jnp.int32))
+
+  def dense(lg):
+    return _dense_continuations(jax.nn.log_softmax(lg, axis=-1), alive_lp, forced, n)
+
+  return jax.lax.cond(jnp.isnan(best_in_block).any(), dense, by_blocks, logits)
+
+
+def _dense_continuations(lp: jnp.ndarray, alive_lp: jnp.ndarray, forced: jnp.ndarray,
+                         n: int) -> Tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+  """`_beam_continuations` from the written [B, K, V] log-probs (after any bans)."""
+  batch, k, vocab = lp.shape
+  one_hot = jnp.where(jnp.arange(vocab)[None, None, :] == forced[:, None, None], 0.0, NEG_INF)
+  lp = jnp.where((forced != 0)[:, None, None], one_hot, lp)
+  top_lp, top_idx = top_k((alive_lp[:, :, None] + lp).reshape(batch, k * vocab), n)
+  return top_lp, top_idx // vocab, (top_idx % vocab).astype(jnp.int32)
+
+
 # ------------------------------------------------- logits processing (HF's)
 
 
@@ -205,17 +328,21 @@ def temperature_sample(
       history = jnp.pad(seqs, ((0, 0), (1, 0)))  # the start token 0 first, as HF
       allowed = ban_tokens(logits, history, i + 1, eos_id=eos_id, min_length=min_length,
                            no_repeat_ngram_size=no_repeat_ngram_size)
-    if temperature == 0.0:
-      tok = top_k(allowed, 1)[1][:, 0].astype(jnp.int32)  # argmax: first of equal maxima
-    else:
-      key = jax.random.fold_in(decode_rng, i)
-      tok = _filtered_sample(key, allowed, temperature, topk, topp)
     forced = forced_all[:, i]
     is_forced = forced != 0
-    tok = jnp.where(is_forced, forced, tok)
-    # log_softmax at the chosen token only: the [B', V] log-probs are never written.
-    tok_lp = (jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0]
-              - jax.nn.logsumexp(logits, axis=-1))
+    if temperature == 0.0 and not (min_length or no_repeat_ngram_size):
+      tok, tok_lp = _greedy_choice(logits)  # tok_lp of a forced row is not counted below
+      tok = jnp.where(is_forced, forced, tok)
+    else:
+      if temperature == 0.0:
+        tok = top_k(allowed, 1)[1][:, 0].astype(jnp.int32)  # argmax: first of equal maxima
+      else:
+        key = jax.random.fold_in(decode_rng, i)
+        tok = _filtered_sample(key, allowed, temperature, topk, topp)
+      tok = jnp.where(is_forced, forced, tok)
+      # log_softmax at the chosen token only: the [B', V] log-probs are never written.
+      tok_lp = (jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0]
+                - jax.nn.logsumexp(logits, axis=-1))
     lps = lps + jnp.where(is_forced | ended, 0.0, tok_lp)
     tok = jnp.where(ended, 0, tok)
     seqs = jax.lax.dynamic_update_slice_in_dim(seqs, tok[:, None], i, axis=1)
@@ -342,22 +469,20 @@ def beam_search(
     i, alive_seqs, alive_lp, fin_seqs, fin_scores, fin_flags, open_, c = state
     cur = jax.lax.dynamic_index_in_dim(alive_seqs, i, axis=2, keepdims=False)
     logits, c = tokens_to_logits(cur.reshape(batch * k, 1), c)
-    vocab = logits.shape[-1]
-    lp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
-    if min_length or no_repeat_ngram_size:
-      lp = ban_tokens(lp, alive_seqs.reshape(batch * k, length + 1), i + 1, eos_id=eos_id,
-                      min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size)
-    lp = lp.reshape(batch, k, vocab)
+    logits = logits.astype(jnp.float32)
     forced = forced_all[:, i]
     is_forced = forced != 0
-    one_hot = jnp.where(jnp.arange(vocab)[None, None, :] == forced[:, None, None],
-                        0.0, NEG_INF)
-    lp = jnp.where(is_forced[:, None, None], one_hot, lp)
 
     # Top 2K continuations over all beams.
-    cand = (alive_lp[:, :, None] + lp).reshape(batch, k * vocab)
-    top_lp, top_idx = top_k(cand, 2 * k)
-    parent, token = top_idx // vocab, (top_idx % vocab).astype(jnp.int32)
+    if min_length or no_repeat_ngram_size:
+      lp = ban_tokens(jax.nn.log_softmax(logits, axis=-1),
+                      alive_seqs.reshape(batch * k, length + 1), i + 1, eos_id=eos_id,
+                      min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size)
+      top_lp, parent, token = _dense_continuations(lp.reshape(batch, k, -1), alive_lp,
+                                                   forced, 2 * k)
+    else:
+      top_lp, parent, token = _beam_continuations(logits.reshape(batch, k, -1), alive_lp,
+                                                  forced, 2 * k)
     top_seqs = _take_beams(alive_seqs, parent)
     top_seqs = jax.lax.dynamic_update_slice_in_dim(
         top_seqs, token[:, :, None], i + 1, axis=2)

@@ -322,3 +322,93 @@ def test_top_k_with_nan_gives_lax_top_k_answer():
     got, want = decoding.top_k(jnp.asarray(x), k), jax.lax.top_k(jnp.asarray(x), k)
     np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
     np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+
+
+def _coarse_logits(rng, shape):
+  """Few distinct values (many exact ties within and across blocks and beams) and -inf."""
+  x = rng.integers(-4, 5, shape).astype(np.float32) * 0.5
+  x[..., rng.integers(0, shape[-1], 40)] = -np.inf
+  return x
+
+
+@pytest.mark.parametrize("vocab", [32128, 4096])
+def test_beam_continuations_equal_top_k_of_written_log_probs(vocab):
+  # The per-step candidates from block maxima must be exactly lax.top_k over the
+  # [B, K*V] scores the dense path writes: values, parent beams, tokens, tie order.
+  rng = np.random.default_rng(vocab)
+  batch, k = 5, 4
+  alive = rng.integers(-3, 1, (batch, k)).astype(np.float32)
+  alive[1, 1:] = decoding.NEG_INF  # dead beams, as at the first step
+  forced = jnp.asarray([0, 0, 7, 0, vocab - 1], jnp.int32)
+
+  def written_log_probs(lg):  # log_softmax with the block summary's sum (its bits)
+    _, _, row_max, sum_exp = decoding._block_summary(lg)
+    return (lg - row_max[..., None]) - jnp.log(sum_exp)[..., None]
+
+  dense = jax.jit(lambda lg, a, f: decoding._dense_continuations(
+      written_log_probs(lg), a, f, 2 * k))
+  blocked = jax.jit(lambda lg, a, f: decoding._beam_continuations(lg, a, f, 2 * k))
+  for logits in (_coarse_logits(rng, (batch, k, vocab)),
+                 rng.standard_normal((batch, k, vocab)).astype(np.float32) * 3):
+    args = (jnp.asarray(logits), jnp.asarray(alive), forced)
+    for got, want in zip(blocked(*args), dense(*args)):
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    np.testing.assert_allclose(written_log_probs(args[0]),
+                               jax.nn.log_softmax(args[0], axis=-1), rtol=1e-6)
+
+
+def test_beam_continuations_fall_back_on_nan_and_infinite_logits():
+  rng = np.random.default_rng(1)
+  logits = rng.standard_normal((3, 2, 4096)).astype(np.float32)
+  logits[0, 1, 100] = np.nan
+  logits[2, 0, 5] = np.inf
+  args = (jnp.asarray(logits), jnp.zeros((3, 2), jnp.float32), jnp.zeros((3,), jnp.int32))
+  got = decoding._beam_continuations(*args, 4)
+  want = decoding._dense_continuations(jax.nn.log_softmax(args[0], axis=-1), *args[1:], 4)
+  for a, b in zip(got, want):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_greedy_choice_is_first_argmax_and_its_log_softmax():
+  rng = np.random.default_rng(2)
+  x = _coarse_logits(rng, (6, 32128))
+  x[1] = -np.inf  # all -inf: token 0, like lax.top_k
+  x[2, 40000 % 32128] = np.inf
+  x[3, 999] = np.nan
+  x[4, [5, 64, 31999]] = 9.0  # equal maxima in different blocks: the first wins
+  tok, tok_lp = jax.jit(decoding._greedy_choice)(jnp.asarray(x))
+  want = jax.lax.top_k(jnp.asarray(x), 1)[1][:, 0]
+  np.testing.assert_array_equal(np.asarray(tok), np.asarray(want))
+  assert int(tok[4]) == 5
+  ref = np.asarray(jnp.take_along_axis(jnp.asarray(x), want[:, None], axis=-1)[:, 0]
+                   - jax.nn.logsumexp(jnp.asarray(x), axis=-1))
+  np.testing.assert_allclose(np.asarray(tok_lp), ref, rtol=1e-6)
+
+
+def test_decoding_with_block_maxima_equals_the_dense_path(monkeypatch):
+  # Whole searches on a vocabulary the block path takes (prefixes, EOS, dead beams)
+  # against the same searches with the [B, K, V] log-probs written out.
+  lm = ToyLM(vocab=128, batch=3, seed=4, scale=2.0)
+  prompt = jnp.asarray(PROMPT)
+
+  def run():
+    beams = decoding.beam_search(prompt, lm.cache(), lm.tokens_to_logits, eos_id=EOS,
+                                 max_decode_len=MAX_LEN, num_decodes=4, alpha=0.6)
+    greedy = decoding.greedy(prompt, lm.cache(), lm.tokens_to_logits, eos_id=EOS,
+                             max_decode_len=MAX_LEN)
+    return [np.asarray(a) for a in beams + greedy]
+
+  fast = run()
+  monkeypatch.setattr(decoding, "_beam_continuations", lambda lg, a, f, n: (
+      decoding._dense_continuations(jax.nn.log_softmax(lg, axis=-1), a, f, n)))
+  monkeypatch.setattr(decoding, "_greedy_choice", lambda lg: (
+      decoding.top_k(lg, 1)[1][:, 0].astype(jnp.int32),
+      jnp.take_along_axis(lg, decoding.top_k(lg, 1)[1], axis=-1)[:, 0]
+      - jax.nn.logsumexp(lg, axis=-1)))
+  dense = run()
+  assert (fast[0] != 0).sum() > 20  # real sequences, not all EOS at once
+  for i, (a, b) in enumerate(zip(fast, dense)):
+    if i % 2 == 0:  # sequences
+      np.testing.assert_array_equal(a, b)
+    else:  # scores: the log-sum is added up in another order (last bits)
+      np.testing.assert_allclose(a, b, rtol=1e-6)

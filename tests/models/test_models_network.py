@@ -70,8 +70,8 @@ def test_cached_decoding_equals_full_forward(tied):
                              "activations": ("relu",) if tied else ("gelu", "linear")})
   model, variables = _init(cfg)
   rng = np.random.default_rng(1)
-  enc = rng.integers(2, 64, (2, 8)).astype(np.int32)
-  enc[1, 5:] = 0
+  enc = rng.integers(2, 64, (2, 6)).astype(np.int32)  # 6 encoder tokens, 8 decoder
+  enc[1, 4:] = 0
   dec = rng.integers(2, 64, (2, 8)).astype(np.int32)
   dec[:, 0] = 0
   full = model.apply(variables, enc, dec)
@@ -80,9 +80,11 @@ def test_cached_decoding_equals_full_forward(tied):
   _, cache = model.apply(variables, encoded, enc, dec[:, :1], decode=True, max_decode_length=8,
                          method=model.decode, mutable=["cache"])
   cache = cache["cache"]
-  # Heads-first [batch, heads, length, d_kv], as the attention products read them.
+  # Heads-first [batch, heads, length, d_kv], as the attention products read them; the
+  # encoder keys keys-last [batch, heads, d_kv, length].
   assert cache["decoder"]["layers_0"]["self_attention"]["cached_key"].shape == (2, 4, 8, 8)
-  assert cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"].shape == (2, 4, 8, 8)
+  cross = cache["decoder"]["layers_0"]["encoder_decoder_attention"]
+  assert cross["cross_key"].shape == (2, 4, 8, 6) and cross["cross_value"].shape == (2, 4, 6, 8)
   steps = []
   for i in range(dec.shape[1]):
     logits, mutated = model.apply({**variables, "cache": cache}, encoded, enc, dec[:, i:i + 1],
