@@ -11,6 +11,7 @@ is a smoke run of a few minutes.
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -42,6 +43,13 @@ def _run_of(result: dict, part: str) -> dict:
           "machine": p.get("machine", result["machine"])}
 
 
+def ratio_text(ratio: float, goal: float) -> str:
+  """`1.23x`; a miss that two decimals would round up to its goal keeps three, cut down."""
+  if ratio < goal <= round(ratio, 2):
+    return f"{math.floor(ratio * 1000) / 1000:.3f}x"
+  return f"{ratio:.2f}x"
+
+
 def results_table() -> str:
   """Markdown: one line per target, the measured ratio next to its goal."""
   lines = ["| target | measured | goal | met | run |", "|---|---|---|---|---|"]
@@ -67,7 +75,7 @@ def results_table() -> str:
         if "ratio_if_loop_free" in row:
           extra += f"; at most {row['ratio_if_loop_free']:.1f}x with a free decoding loop"
       add(f"{row['model']} {row['workload']} tokens/s vs HF",
-          f"{row['ratio']:.2f}x ({row['crosstask']['per_s_median']:.0f} vs "
+          f"{ratio_text(row['ratio'], goal)} ({row['crosstask']['per_s_median']:.0f} vs "
           f"{row['hf']['per_s_median']:.0f}){extra}", f">= {goal}x", row["ratio"] >= goal, sd)
   ms = _load("metrics_speed")
   if ms:
@@ -91,7 +99,8 @@ def results_table() -> str:
     f = ft["finetune"]
     pad = f["padding_fraction"]
     add(f"CSL abstract->title fine-tuning, non-padding tokens/s (T5 1.1 {ft['setup']['model']})",
-        f"{f['ratio']:.2f}x ({f['crosstask']['per_s_median']:.0f} vs {f['hf']['per_s_median']:.0f}; "
+        f"{ratio_text(f['ratio'], 2)} ({f['crosstask']['per_s_median']:.0f} vs "
+        f"{f['hf']['per_s_median']:.0f}; "
         f"padding {pad['crosstask']:.0%} packed vs {pad['hf']:.0%} HF)", ">= 2x", f["ratio"] >= 2, ft)
     p = ft["input_pipeline"]
     add(f"packed CSL batches/s vs the T5 1.1 {ft['setup']['model']} train step's",

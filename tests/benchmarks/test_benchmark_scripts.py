@@ -11,6 +11,7 @@ import finetune_csl
 import flops
 import gpu_longlm
 import harness
+import run_all
 
 
 def test_gpu_script_runs_both_sides_on_the_cpu(tmp_path):
@@ -93,3 +94,10 @@ def test_loop_free_bound_is_hf_decoding_over_our_encoder():
   assert "ratio_if_loop_free" not in rows[0]
   assert "ratio_if_loop_free" not in rows[2]  # no batch-8 encoder row measured
   assert "ratio_if_loop_free" not in rows[3]  # no tiny encoder row measured
+
+
+def test_results_table_never_rounds_a_miss_up_to_the_goal():
+  assert run_all.ratio_text(1.996, 2.0) == "1.996x"
+  assert run_all.ratio_text(1.93, 2.0) == "1.93x"
+  assert run_all.ratio_text(2.004, 2.0) == "2.00x"
+  assert run_all.ratio_text(1.2999, 1.3) == "1.299x"
