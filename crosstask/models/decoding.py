@@ -110,14 +110,14 @@ _LOGITS_BLOCK = 32
 
 
 def _block_summary(logits: jnp.ndarray):
-  """Block maxima, row maximum and row sum of exp of [..., V] logits, in two reads.
+  """Block maxima, shift and sum of exponentials of [..., V] logits, in two reads.
 
-  Returns (blocks [..., V/32, 32], block_max [..., V/32], row_max [...], sum_exp
-  [...]) with sum_exp = sum(exp(logits - shift)), shift being row_max where it is
-  finite and 0 elsewhere (jax.nn.logsumexp's shift; log_softmax's where finite).
-  The barriers keep XLA from merging the two-level reductions back into one.
-  Any NaN in a row, a +inf beside a finite shift aside, makes its sum_exp NaN,
-  whatever the backend's max does with NaN: callers test that to fall back.
+  Returns (blocks [..., V/32, 32], block_max [..., V/32], shift [...], sum_exp
+  [...]): shift is the row maximum where that is finite and 0 elsewhere
+  (jax.nn.logsumexp's shift, and log_softmax's for a finite maximum), and
+  sum_exp = sum(exp(logits - shift)). The barriers keep XLA from merging the
+  two levels of each reduction back into one. A NaN logit makes its row's
+  sum_exp NaN, whatever the backend's max does with NaN: callers test that.
   """
   blocks = logits.reshape(logits.shape[:-1] + (-1, _LOGITS_BLOCK))
   block_max = jax.lax.optimization_barrier(jnp.max(blocks, axis=-1))
@@ -125,7 +125,7 @@ def _block_summary(logits: jnp.ndarray):
   shift = jnp.where(jnp.isfinite(row_max), row_max, 0.0)
   partial = jnp.sum(jnp.exp(blocks - shift[..., None, None]), axis=-1)
   sum_exp = jnp.sum(jax.lax.optimization_barrier(partial), axis=-1)
-  return blocks, block_max, row_max, sum_exp
+  return blocks, block_max, shift, sum_exp
 
 
 def _summarisable(logits: jnp.ndarray) -> bool:
@@ -133,6 +133,12 @@ def _summarisable(logits: jnp.ndarray) -> bool:
   return (logits.shape[-1] % _LOGITS_BLOCK == 0
           and logits.shape[-1] >= 4 * _LOGITS_BLOCK
           and jnp.issubdtype(logits.dtype, jnp.floating))
+
+
+def _token_log_prob(logits: jnp.ndarray, tok: jnp.ndarray) -> jnp.ndarray:
+  """log_softmax(logits)[n, tok[n]] for [N, V] logits, without writing [N, V] log-probs."""
+  return (jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0]
+          - jax.nn.logsumexp(logits, axis=-1))
 
 
 def _greedy_choice(logits: jnp.ndarray) -> Tuple[jnp.ndarray, jnp.ndarray]:
@@ -145,10 +151,9 @@ def _greedy_choice(logits: jnp.ndarray) -> Tuple[jnp.ndarray, jnp.ndarray]:
   """
   if not _summarisable(logits):
     tok = top_k(logits, 1)[1][:, 0].astype(jnp.int32)
-    return tok, jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0] - jax.nn.logsumexp(
-        logits, axis=-1)
-  blocks, block_max, row_max, sum_exp = _block_summary(logits)
-  lse = jnp.log(sum_exp) + jnp.where(jnp.isfinite(row_max), row_max, 0.0)
+    return tok, _token_log_prob(logits, tok)
+  blocks, block_max, shift, sum_exp = _block_summary(logits)
+  lse = jnp.log(sum_exp) + shift
 
   def by_blocks(_):
     block = jax.lax.top_k(block_max, 1)[1]  # [N, 1]
@@ -174,14 +179,14 @@ def _beam_continuations(logits: jnp.ndarray, alive_lp: jnp.ndarray, forced: jnp.
   n blocks with the best maxima hold the n best scores (`top_k`'s argument, at
   32 values a block). Values, order and ties are lax.top_k's over scores whose
   log-sum is added up block by block; jax.nn.log_softmax's can differ from it
-  in the last bit. Any NaN score falls back to the dense path.
+  in the last bit. Any NaN score falls back to the dense path; an infinite
+  logit makes its row's scores NaN here as it does there.
   """
   if not _summarisable(logits):
     return _dense_continuations(jax.nn.log_softmax(logits, axis=-1), alive_lp, forced, n)
   batch, k, vocab = logits.shape
-  blocks, block_max, row_max, sum_exp = _block_summary(logits)
+  blocks, block_max, shift, sum_exp = _block_summary(logits)
   log_sum = jnp.log(sum_exp)
-  shift = jnp.where(jnp.isfinite(row_max), row_max, 0.0)  # = row_max unless NaN follows
   is_forced = (forced != 0)[:, None, None]
 
   def scores(lg, beam_shift, beam_log_sum, beam_lp):  # alive_lp + log_softmax, as dense
@@ -340,9 +345,7 @@ def temperature_sample(
         key = jax.random.fold_in(decode_rng, i)
         tok = _filtered_sample(key, allowed, temperature, topk, topp)
       tok = jnp.where(is_forced, forced, tok)
-      # log_softmax at the chosen token only: the [B', V] log-probs are never written.
-      tok_lp = (jnp.take_along_axis(logits, tok[:, None], axis=-1)[:, 0]
-                - jax.nn.logsumexp(logits, axis=-1))
+      tok_lp = _token_log_prob(logits, tok)
     lps = lps + jnp.where(is_forced | ended, 0.0, tok_lp)
     tok = jnp.where(ended, 0, tok)
     seqs = jax.lax.dynamic_update_slice_in_dim(seqs, tok[:, None], i, axis=1)

@@ -342,8 +342,8 @@ def test_beam_continuations_equal_top_k_of_written_log_probs(vocab):
   forced = jnp.asarray([0, 0, 7, 0, vocab - 1], jnp.int32)
 
   def written_log_probs(lg):  # log_softmax with the block summary's sum (its bits)
-    _, _, row_max, sum_exp = decoding._block_summary(lg)
-    return (lg - row_max[..., None]) - jnp.log(sum_exp)[..., None]
+    _, _, shift, sum_exp = decoding._block_summary(lg)
+    return (lg - shift[..., None]) - jnp.log(sum_exp)[..., None]
 
   dense = jax.jit(lambda lg, a, f: decoding._dense_continuations(
       written_log_probs(lg), a, f, 2 * k))
