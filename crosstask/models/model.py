@@ -24,11 +24,15 @@ Batch = Mapping[str, jax.Array]
 # decode_fn arguments the model fills in itself; decoder_params may not name them.
 _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
                            "decode_rng", "num_decodes"})
-# Decoding's XLA options on CPU unless `predict_compiler_options` says otherwise:
-# no YNNPACK fusions. A decoding step multiplies a few rows at a time, and there
+# Decoding's XLA options on CPU, below CPU_WIDE_DECODE_ROWS rows a step, unless
+# `predict_compiler_options` says otherwise: no YNNPACK fusions. A decoding step multiplies a few rows at a time, and there
 # XLA's own kernels beat YNNPACK's fusions: greedy and beam-4 ran 4-32% faster
 # without them, with the same tokens (benchmarks/README.md). Training keeps them.
 CPU_PREDICT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+# From this many rows a step (batch x num_decodes) on, XLA's default CPU options
+# (YNNPACK fusions included) won instead: 1.17x on small beam-4 b32 (128 rows),
+# 0.83-0.97x at 32 rows (benchmarks/README.md).
+CPU_WIDE_DECODE_ROWS = 128
 # The gin binding an error names when XLA refuses decoding's options.
 PREDICT_OPTIONS_BINDING = "EncoderDecoderModel.predict_compiler_options"
 
@@ -63,15 +67,26 @@ class EncoderDecoderModel:
     # CPU, XLA's defaults elsewhere. {} keeps XLA's defaults everywhere.
     self.predict_compiler_options = (None if predict_compiler_options is None
                                      else dict(predict_compiler_options))
-    self._predict = None  # Jitted on first use, once a backend is up.
+    self._predict_jits = {}  # One per option set, jitted on first use.
 
-  def compiler_options_for_predict(self, platform: str) -> dict[str, Any]:
-    """The XLA options decoding compiles with on `platform` ('cpu', 'gpu', 'tpu')."""
+  def compiler_options_for_predict(self, platform: str, rows: int = 1) -> dict[str, Any]:
+    """The XLA options decoding `rows` rows a step compiles with on `platform`."""
     if self.predict_compiler_options is not None:
       return dict(self.predict_compiler_options)
-    if platform == "cpu" and _xla_accepts(tuple(CPU_PREDICT_COMPILER_OPTIONS.items())):
+    if (platform == "cpu" and rows < CPU_WIDE_DECODE_ROWS
+        and _xla_accepts(tuple(CPU_PREDICT_COMPILER_OPTIONS.items()))):
       return dict(CPU_PREDICT_COMPILER_OPTIONS)
     return {}
+
+  def _predict_jit(self, rows: int) -> Callable:
+    """The jitted `_predict_impl` with the default backend's options for `rows` rows."""
+    options = self.compiler_options_for_predict(jax.default_backend(), rows)
+    key = tuple(sorted(options.items()))
+    if key not in self._predict_jits:
+      self._predict_jits[key] = jax.jit(
+          self._predict_impl, compiler_options=options or None,
+          static_argnames=("decoder_items", "num_decodes", "prompt_with_targets"))
+    return self._predict_jits[key]
 
   @property
   def eos_id(self) -> int:
@@ -171,15 +186,11 @@ class EncoderDecoderModel:
       rng = jax.random.PRNGKey(0)
     prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
     inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
-    if self._predict is None:  # Options for the default backend's platform.
-      options = self.compiler_options_for_predict(jax.default_backend())
-      self._predict = jax.jit(self._predict_impl, compiler_options=options or None,
-                              static_argnames=("decoder_items", "num_decodes",
-                                               "prompt_with_targets"))
+    predict = self._predict_jit(inputs["encoder_input_tokens"].shape[0] * num_decodes)
     static = dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
                   prompt_with_targets=prompt_with_targets)
     try:
-      seqs, scores = self._predict(params, inputs, rng, **static)
+      seqs, scores = predict(params, inputs, rng, **static)
     except jax.errors.JaxRuntimeError as e:
       raise_if_options_refused(e, PREDICT_OPTIONS_BINDING, self.predict_compiler_options)
       raise

@@ -45,10 +45,11 @@ class Inference:
                                           prompt_with_targets=prompt_with_targets,
                                           num_decodes=num_decodes)
 
-    # Decoding compiles with the model's XLA options for this platform (on CPU:
-    # no YNNPACK fusions, model.CPU_PREDICT_COMPILER_OPTIONS); scoring with XLA's.
+    # Decoding compiles with the model's XLA options for this platform and rows a step
+    # (on CPU: model.CPU_PREDICT_COMPILER_OPTIONS below model.CPU_WIDE_DECODE_ROWS
+    # rows, XLA's defaults from there on); scoring with XLA's.
     self._predict_options = model.compiler_options_for_predict(
-        partitioner.mesh.devices.flat[0].platform)
+        partitioner.mesh.devices.flat[0].platform, self.batch_size * num_decodes)
     self._predict = jax.jit(predict, in_shardings=(param_shardings, data_sharding),
                             out_shardings=(data_sharding, data_sharding),
                             compiler_options=self._predict_options or None)

@@ -58,6 +58,10 @@ def test_default_options_by_platform_and_an_explicit_choice_wins():
   assert _model(predict_compiler_options={}).compiler_options_for_predict("cpu") == {}
   mine = {"xla_cpu_enable_fast_math": False}
   assert _model(predict_compiler_options=mine).compiler_options_for_predict("gpu") == mine
+  # Many rows a step: XLA's own defaults (YNNPACK fusions included).
+  assert default.compiler_options_for_predict("cpu", model_lib.CPU_WIDE_DECODE_ROWS) == {}
+  assert default.compiler_options_for_predict("cpu", model_lib.CPU_WIDE_DECODE_ROWS - 1) == expected
+  assert _model(predict_compiler_options=mine).compiler_options_for_predict("cpu", 10**4) == mine
 
 
 def test_a_flag_this_xla_does_not_know_is_not_a_default():
@@ -72,12 +76,14 @@ def test_cpu_default_compiles_without_ynn_fusions_and_decodes_the_same(params, b
   for name, options in (("default", None), ("xla", {})):
     model = _model(beam, predict_compiler_options=options)
     tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=4 if beam else 1)
-    assert model._predict._cache_size() == 1  # the top-level jit with the options ran
+    rows = 8 * (4 if beam else 1)  # below CPU_WIDE_DECODE_ROWS: no YNNPACK at all
+    assert model._predict_jit(rows)._cache_size() == 1  # the top-level jit with the options ran
     runs[name] = (np.asarray(tokens), np.asarray(aux["scores"]), model)
   # The option reaches XLA: XLA's own default fuses some ops for YNNPACK, ours none.
   fusions = {}
   for name, (_, _, model) in runs.items():
-    compiled = model._predict.lower(params, batch, jax.random.PRNGKey(0),
+    compiled = model._predict_jit(8 * (4 if beam else 1)).lower(
+                                    params, batch, jax.random.PRNGKey(0),
                                     decoder_items=tuple(sorted(model.default_decoder_params.items())),
                                     num_decodes=4 if beam else 1,
                                     prompt_with_targets=False).compile()
@@ -132,3 +138,29 @@ def test_wrong_option_names_the_binding_in_both_decoding_jits(params):
   with pytest.raises(ValueError, match=r"EncoderDecoderModel\.predict_compiler_options=.*"
                                        r"xla_cpu_no_such_flag"):
     runner.predict(params, _dataset(_batch()))
+
+
+@on_cpu
+def test_many_rows_a_step_decode_with_xla_defaults_and_the_same_tokens(params):
+  # 32 examples x beam 4 = 128 rows a step: the model compiles with XLA's defaults
+  # (YNNPACK fusions), the runtime's Inference too, and the beams equal those
+  # decoded without YNNPACK fusions.
+  batch = _batch(32)
+  model = _model(True)
+  narrow = _model(True, predict_compiler_options=model_lib.CPU_PREDICT_COMPILER_OPTIONS)
+  tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=4)
+  want, want_aux = narrow.predict_batch_with_aux(params, batch, num_decodes=4)
+  assert list(model._predict_jits) == [()]
+  compiled = model._predict_jit(128).lower(
+      params, batch, jax.random.PRNGKey(0), decoder_items=(("alpha", 1.0),), num_decodes=4,
+      prompt_with_targets=False).compile()
+  assert _ynn_fusions(compiled) > 0
+  np.testing.assert_array_equal(np.asarray(tokens), np.asarray(want))
+  assert (np.asarray(tokens) > 1).sum() > 32 * 4  # real decodes, not EOS at once
+  np.testing.assert_allclose(np.asarray(aux["scores"]), np.asarray(want_aux["scores"]),
+                             rtol=1e-5)
+  partitioner = partitioning.Partitioner()
+  runner = inference.Inference(model, partitioner,
+                               jax.tree.map(lambda _: partitioner.replicated, params),
+                               batch_size=32, num_decodes=4)
+  assert runner._predict_options == {}
