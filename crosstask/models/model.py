@@ -24,14 +24,15 @@ Batch = Mapping[str, jax.Array]
 # decode_fn arguments the model fills in itself; decoder_params may not name them.
 _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
                            "decode_rng", "num_decodes"})
-# Decoding's XLA options on CPU, below CPU_WIDE_DECODE_ROWS rows a step, unless
-# `predict_compiler_options` says otherwise: no YNNPACK fusions. A decoding step multiplies a few rows at a time, and there
-# XLA's own kernels beat YNNPACK's fusions: greedy and beam-4 ran 4-32% faster
-# without them, with the same tokens (benchmarks/README.md). Training keeps them.
+# Decoding's XLA options on CPU below CPU_WIDE_DECODE_ROWS rows a step, unless
+# `predict_compiler_options` says otherwise: no YNNPACK fusions. A decoding step
+# multiplies a few rows at a time, and there XLA's own kernels beat YNNPACK's
+# fusions: greedy and beam-4 ran 4-32% faster without them, with the same tokens
+# (benchmarks/README.md). Training keeps them.
 CPU_PREDICT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 # From this many rows a step (batch x num_decodes) on, XLA's default CPU options
-# (YNNPACK fusions included) won instead: 1.17x on small beam-4 b32 (128 rows),
-# 0.83-0.97x at 32 rows (benchmarks/README.md).
+# (YNNPACK fusions included) won instead: 1.17x and 1.07x on small beam-4 b32 (128
+# rows) in two A/B runs, 0.83-0.97x at 32 rows (benchmarks/README.md).
 CPU_WIDE_DECODE_ROWS = 128
 # The gin binding an error names when XLA refuses decoding's options.
 PREDICT_OPTIONS_BINDING = "EncoderDecoderModel.predict_compiler_options"
@@ -64,7 +65,8 @@ class EncoderDecoderModel:
       default_decoder_params = {"temperature": 0.0}
     self.default_decoder_params = dict(default_decoder_params or {})
     # XLA options for compiling decoding; None: CPU_PREDICT_COMPILER_OPTIONS on
-    # CPU, XLA's defaults elsewhere. {} keeps XLA's defaults everywhere.
+    # CPU below CPU_WIDE_DECODE_ROWS rows a step, XLA's defaults otherwise. {} keeps
+    # XLA's defaults everywhere.
     self.predict_compiler_options = (None if predict_compiler_options is None
                                      else dict(predict_compiler_options))
     self._predict_jits = {}  # One per option set, jitted on first use.

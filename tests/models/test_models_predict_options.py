@@ -82,11 +82,10 @@ def test_cpu_default_compiles_without_ynn_fusions_and_decodes_the_same(params, b
   # The option reaches XLA: XLA's own default fuses some ops for YNNPACK, ours none.
   fusions = {}
   for name, (_, _, model) in runs.items():
-    compiled = model._predict_jit(8 * (4 if beam else 1)).lower(
-                                    params, batch, jax.random.PRNGKey(0),
-                                    decoder_items=tuple(sorted(model.default_decoder_params.items())),
-                                    num_decodes=4 if beam else 1,
-                                    prompt_with_targets=False).compile()
+    compiled = model._predict_jit(rows).lower(
+        params, batch, jax.random.PRNGKey(0),
+        decoder_items=tuple(sorted(model.default_decoder_params.items())),
+        num_decodes=4 if beam else 1, prompt_with_targets=False).compile()
     fusions[name] = _ynn_fusions(compiled)
   assert fusions["default"] == 0 < fusions["xla"]
   np.testing.assert_array_equal(runs["default"][0], runs["xla"][0])
