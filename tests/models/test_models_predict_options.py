@@ -60,7 +60,8 @@ def test_default_options_by_platform_and_an_explicit_choice_wins():
   assert _model(predict_compiler_options=mine).compiler_options_for_predict("gpu") == mine
   # Many rows a step: XLA's own defaults (YNNPACK fusions included).
   assert default.compiler_options_for_predict("cpu", model_lib.CPU_WIDE_DECODE_ROWS) == {}
-  assert default.compiler_options_for_predict("cpu", model_lib.CPU_WIDE_DECODE_ROWS - 1) == expected
+  narrowest_wide = model_lib.CPU_WIDE_DECODE_ROWS
+  assert default.compiler_options_for_predict("cpu", narrowest_wide - 1) == expected
   assert _model(predict_compiler_options=mine).compiler_options_for_predict("cpu", 10**4) == mine
 
 
@@ -110,10 +111,11 @@ def _dataset(batch):
   return tf.data.Dataset.from_tensor_slices(feats).enumerate()
 
 
-def _runner(model, params):
+def _runner(model, params, batch_size: int = 8, num_decodes: int = 1):
   partitioner = partitioning.Partitioner()
   shardings = jax.tree.map(lambda _: partitioner.replicated, params)
-  return inference.Inference(model, partitioner, shardings, batch_size=8)
+  return inference.Inference(model, partitioner, shardings, batch_size=batch_size,
+                             num_decodes=num_decodes)
 
 
 @on_cpu
@@ -158,8 +160,4 @@ def test_many_rows_a_step_decode_with_xla_defaults_and_the_same_tokens(params):
   assert (np.asarray(tokens) > 1).sum() > 32 * 4  # real decodes, not EOS at once
   np.testing.assert_allclose(np.asarray(aux["scores"]), np.asarray(want_aux["scores"]),
                              rtol=1e-5)
-  partitioner = partitioning.Partitioner()
-  runner = inference.Inference(model, partitioner,
-                               jax.tree.map(lambda _: partitioner.replicated, params),
-                               batch_size=32, num_decodes=4)
-  assert runner._predict_options == {}
+  assert _runner(model, params, batch_size=32, num_decodes=4)._predict_options == {}
