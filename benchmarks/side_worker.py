@@ -154,6 +154,8 @@ class CrosstaskSide(_Side):
   """The runtime's Trainer.train_step and EncoderDecoderModel.predict_batch."""
 
   def __init__(self):
+    from crosstask.runtime import host_memory  # As `python -m crosstask.train` does, before JAX.
+    print(f"host malloc: {host_memory.tune_for_xla_cpu()}", file=sys.stderr, flush=True)
     import jax
     self.jax = jax
 

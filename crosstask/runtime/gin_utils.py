@@ -171,11 +171,14 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> No
       raise SystemExit(2)
     return
   files, bindings, paths, other = split_args(argv)
-  if 'tfds_data_dir' in other:
-    import seqio
-    seqio.set_tfds_data_dir_override(other.pop('tfds_data_dir'))
+  tfds_data_dir = other.pop('tfds_data_dir', None)
   if other:
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
+  from crosstask.runtime import host_memory  # Before TF's or JAX's threads first allocate.
+  logging.info('host malloc: %s', host_memory.tune_for_xla_cpu())
+  if tfds_data_dir is not None:
+    import seqio
+    seqio.set_tfds_data_dir_override(tfds_data_dir)
   try:
     parse(files, bindings, paths)
     from crosstask.runtime import partitioning
