@@ -89,11 +89,12 @@ def summary(seconds: Sequence[float], units: float) -> dict[str, float]:
 class Worker:
   """A framework in its own process, driven one request (a JSON line) at a time."""
 
-  def __init__(self, framework: str, threads: int):
+  def __init__(self, framework: str, threads: int, training: bool = False):
     self.framework = framework
     self.proc = subprocess.Popen(
-        [sys.executable, "-u", str(WORKER), framework], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True, env=thread_env(threads), cwd=str(ROOT))
+        [sys.executable, "-u", str(WORKER), framework] + (["train"] if training else []),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=thread_env(threads),
+        cwd=str(ROOT))
 
   def call(self, op: str, **kwargs) -> dict[str, Any]:
     self.proc.stdin.write(json.dumps({"op": op, **kwargs}) + "\n")

@@ -46,7 +46,7 @@ def peak_rss(threads: int, steps: int, variants: dict[str, dict]) -> dict[str, f
             for name, extra in variants.items()] + [("hf", "hf", TRAIN)]
     result = {}
     for label, framework, workload in runs:  # one at a time: a fresh process each
-      w = harness.Worker(framework, threads)
+      w = harness.Worker(framework, threads, training=True)
       try:
         w.call("setup", workload=workload, checkpoint=tmp)
         for _ in range(steps):

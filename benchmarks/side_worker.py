@@ -1,6 +1,6 @@
 """One framework's side of a side-by-side benchmark, in its own process.
 
-    python benchmarks/side_worker.py crosstask|hf   (driven by benchmarks/harness.Worker)
+    python benchmarks/side_worker.py crosstask|hf [train]   (driven by benchmarks/harness.Worker)
 
 Reads one JSON request per line on stdin, answers one JSON line on stdout:
   save_checkpoint {model, dir}: (hf) a seeded random T5 1.1 model saved as an HF checkpoint
@@ -8,7 +8,9 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
     (workload kinds: train, train_batches, encode, greedy, beam4)
   run: one timed repetition -> {seconds}
   rss: peak resident memory of this process so far -> {max_rss_mb}
-Only the framework named on the command line is imported.
+Only the framework named on the command line is imported. `train`: crosstask's side
+makes the malloc settings `python -m crosstask.train` makes (decoding runs without them,
+as `python -m crosstask.infer`).
 """
 
 import json
@@ -153,9 +155,10 @@ class HFSide(_Side):
 class CrosstaskSide(_Side):
   """The runtime's Trainer.train_step and EncoderDecoderModel.predict_batch."""
 
-  def __init__(self):
-    from crosstask.runtime import host_memory  # As `python -m crosstask.train` does, before JAX.
-    print(f"host malloc: {host_memory.tune_for_xla_cpu()}", file=sys.stderr, flush=True)
+  def __init__(self, training: bool = False):
+    if training:  # As `python -m crosstask.train` does, before JAX starts.
+      from crosstask.runtime import host_memory
+      print(f"host malloc: {host_memory.tune_for_xla_cpu()}", file=sys.stderr, flush=True)
     import jax
     self.jax = jax
 
@@ -244,7 +247,10 @@ class CrosstaskSide(_Side):
 
 
 def main() -> None:
-  side = {"hf": HFSide, "crosstask": CrosstaskSide}[sys.argv[1]]()
+  if sys.argv[1] == "crosstask":
+    side = CrosstaskSide(training=sys.argv[2:] == ["train"])
+  else:
+    side = HFSide()
   for line in sys.stdin:
     request = json.loads(line)
     op = request.pop("op")

@@ -162,8 +162,13 @@ def write_operative_config(model_dir: str) -> None:
     _OUTPUT_DIRS.append(model_dir)
 
 
-def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> None:
-  """Entry-point body: parse the command line, apply side flags, call `fn` via gin."""
+def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
+             tune_host_malloc: bool = False) -> None:
+  """Entry-point body: parse the command line, apply side flags, call `fn` via gin.
+
+  `tune_host_malloc` (the train entry point's): glibc malloc settings for XLA:CPU's
+  step temporaries, made before JAX starts (see `host_memory`).
+  """
   argv = sys.argv[1:] if argv is None else list(argv)
   if not argv or argv[0] in ('-h', '--help', 'help'):
     print(USAGE.format(what=what))
@@ -174,8 +179,12 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job') -> No
   tfds_data_dir = other.pop('tfds_data_dir', None)
   if other:
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
-  from crosstask.runtime import host_memory  # Before TF's or JAX's threads first allocate.
-  logging.info('host malloc: %s', host_memory.tune_for_xla_cpu())
+  if tune_host_malloc:
+    from crosstask.runtime import host_memory  # Before TF's or JAX's threads first allocate.
+    try:
+      logging.info('host malloc: %s', host_memory.tune_for_xla_cpu())
+    except ValueError as e:  # A bad $CROSSTASK_MALLOC.
+      raise SystemExit(f'ERROR: {e}') from e
   if tfds_data_dir is not None:
     import seqio
     seqio.set_tfds_data_dir_override(tfds_data_dir)

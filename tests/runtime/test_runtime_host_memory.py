@@ -17,7 +17,8 @@ from crosstask.runtime import host_memory
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # Runs a jitted function with ~200 MB of temporaries through the entry points' own
-# `gin_utils.run_main`, and reports page faults per call and glibc's arena count.
+# `gin_utils.run_main` (argv[1]: 'train' as the train entry point calls it, else as
+# infer and eval do), and reports page faults per call and glibc's arena count.
 _JOB = r"""
 import ctypes, json, os, re, resource, sys, tempfile
 from crosstask.runtime import gin_utils
@@ -48,25 +49,28 @@ def job():
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
   print(json.dumps({'faults': faults, 'temp_pages': temps / 4096, 'arenas': arenas()}))
 
-gin_utils.run_main(job, ['--gin_search_paths=' + tempfile.gettempdir()])
+gin_utils.run_main(job, ['--gin_search_paths=' + tempfile.gettempdir()],
+                   tune_host_malloc=sys.argv[1] == 'train')
 """
 
 
-def _run_job(malloc: str) -> dict:
-  env = {k: v for k, v in os.environ.items() if k not in ('GLIBC_TUNABLES', 'JAX_PLATFORMS')}
-  env.update({host_memory.ENV: malloc, 'JAX_PLATFORMS': 'cpu'})
-  out = subprocess.run([sys.executable, '-c', _JOB], cwd=REPO, env=env, capture_output=True,
-                       text=True, timeout=600)
+def _run_job(entry_point: str) -> dict:
+  env = {k: v for k, v in os.environ.items()
+         if k not in ('GLIBC_TUNABLES', 'JAX_PLATFORMS', host_memory.ENV)}
+  env['JAX_PLATFORMS'] = 'cpu'
+  out = subprocess.run([sys.executable, '-c', _JOB, entry_point], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=600)
   assert out.returncode == 0, out.stderr[-3000:]
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='glibc malloc settings')
-def test_entry_point_keeps_step_temporaries_in_one_arena_without_page_faults():
-  tuned, system = _run_job('xla_cpu'), _run_job('system')
+def test_train_entry_point_keeps_step_temporaries_in_one_arena_without_page_faults():
+  tuned, system = _run_job('train'), _run_job('infer')
   pages = tuned['temp_pages']
   assert pages > 40_000  # ~200 MB of temporaries a call
-  # glibc's defaults: a fresh mmap per call, so every call faults its temporaries in anew.
+  # glibc's defaults (infer, eval): a fresh mmap per call, so every call faults its
+  # temporaries in anew.
   assert min(system['faults']) > 0.5 * pages, system
   # Tuned, the heap stops growing once it holds a call's temporaries (the first calls
   # after warm-up may still extend it, depending on how the threads' blocks interleave).
@@ -91,3 +95,11 @@ def test_unknown_setting_names_the_variable(monkeypatch):
   monkeypatch.setenv(host_memory.ENV, 'tcmalloc')
   with pytest.raises(ValueError, match=r"\$CROSSTASK_MALLOC='tcmalloc'"):
     host_memory.tune_for_xla_cpu()
+
+
+def test_entry_point_stops_on_an_unknown_setting(monkeypatch):
+  from crosstask.runtime import gin_utils
+  monkeypatch.setenv(host_memory.ENV, 'jemalloc')
+  with pytest.raises(SystemExit, match=r"ERROR: \$CROSSTASK_MALLOC='jemalloc'"):
+    gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], what='test',
+                       tune_host_malloc=True)
