@@ -134,7 +134,8 @@ def main(argv=None) -> int:
     prepared = prepare(root, lengths, args.batch, args.batches, tmp, args.packer)
     pipeline = pipeline_rate(root, lengths, args.batch, args.pipeline_batches, args.packer)
     checkpoint = os.path.join(tmp, "model")
-    hf, ours = harness.Worker("hf", args.threads), harness.Worker("crosstask", args.threads, training=True)
+    hf = harness.Worker("hf", args.threads)
+    ours = harness.Worker("crosstask", args.threads, training=True)
     try:
       hf.call("save_checkpoint", model=args.model, dir=checkpoint, vocab=vocab)
       for w in (ours, hf):

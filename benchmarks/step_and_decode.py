@@ -63,7 +63,8 @@ def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp:
   # crosstask trains in a process of its own: the train entry point's malloc settings
   # slow decoding (see benchmarks/README.md), which runs as `crosstask.infer` would.
   hf = harness.Worker("hf", threads)
-  trains, decodes = harness.Worker("crosstask", threads, True), harness.Worker("crosstask", threads)
+  trains = harness.Worker("crosstask", threads, training=True)
+  decodes = harness.Worker("crosstask", threads)
   rows = []
   try:
     params = hf.call("save_checkpoint", model=model, dir=checkpoint)["params"]

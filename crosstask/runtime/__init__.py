@@ -14,7 +14,7 @@
                 `python -m crosstask.embed|relevance` live in crosstask/tasks/scirepeval/)
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file
-  host_memory   glibc malloc settings the entry points make first (XLA:CPU's temporaries)
+  host_memory   glibc malloc settings the train entry point makes first (XLA:CPU's temporaries)
   restoring     what eval and infer share: checkpoint selection, parameter templates
   best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
 

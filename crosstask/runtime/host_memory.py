@@ -3,11 +3,11 @@
 XLA:CPU allocates a compiled step's temporaries (about 1.3 GB for a T5 1.1 small
 training step at 8 x 256/64) as one block on every execution, from one of its
 worker threads. glibc serves a block that large with a fresh `mmap` and hands it
-back with `munmap`, so the kernel zero-fills some 318,000 new pages each step:
+back with `munmap`, so the kernel zero-fills over 300,000 new pages each step:
 12% of the step's CPU samples in `perf`. With one arena, no `mmap` for large
 blocks and no trimming of the heap's top, the block is reused from step to step.
-In alternating runs the small step ran 1.26x faster at 8 x 256/64 (same peak RSS)
-and 1.37x at 8 x 512/64 (see benchmarks/README.md).
+In alternating runs the small step ran 1.26x and 1.48x faster at 8 x 256/64 (same
+peak RSS) and 1.37x at 8 x 512/64 (see benchmarks/README.md).
 
 The settings must be made before JAX's threads first allocate (each thread takes
 its own arena then), so `python -m crosstask.train` (and the demo) call
@@ -25,13 +25,14 @@ import importlib.util
 import logging
 import os
 
-ENV = 'CROSSTASK_MALLOC'  # 'system': leave glibc's defaults; 'xla_cpu': tune even with an accelerator
+# 'system': leave glibc's defaults; 'xla_cpu': tune even with an accelerator installed.
+ENV = 'CROSSTASK_MALLOC'
 
 # mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_MAX, _M_ARENA_MAX = -1, -4, -8
 # mallopt(3): -1 turns trimming off. A finite threshold (at most 2 GiB, mallopt takes an
 # int) would still hand back, and fault in again, temporaries larger than itself: at
-# 8 x 512/64 the small step ran 1.34x faster without trimming than with glibc's defaults,
+# 8 x 512/64 the small step ran 1.37x faster without trimming than with glibc's defaults,
 # but 0.90x with a 2 GiB threshold.
 TRIM_THRESHOLD = -1
 
