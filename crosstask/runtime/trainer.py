@@ -5,7 +5,6 @@ Parameters are placed by the logical-axis rules; the optimizer state takes the
 placement XLA propagates from them, read back from the compiled initialiser.
 """
 
-import ctypes
 from typing import Any, Callable, Mapping
 
 import flax.linen as nn
@@ -15,6 +14,7 @@ import jax.numpy as jnp
 import optax
 
 from crosstask.models import model as model_lib
+from crosstask.runtime import host_memory
 from crosstask.runtime import partitioning
 
 State = dict[str, Any]
@@ -165,7 +165,7 @@ class Trainer:
   def train_step(self, state: State, batch: Mapping[str, jax.Array], rng) -> tuple[State, dict]:
     if self._step is None:
       self._step = self.compile_train_step(state, batch, rng)
-      _release_freed_host_memory()
+      host_memory.release_freed()
     with self.partitioner.context():
       return self._step(state, batch, rng)
 
@@ -178,15 +178,3 @@ class Trainer:
       return loss, metrics, grads
     with self.partitioner.context():
       return jax.jit(f)(params, batch)
-
-
-def _release_freed_host_memory() -> None:
-  """Returns heap pages freed by XLA's compiler to the OS before the step allocates.
-
-  glibc keeps them mapped otherwise, so the compiler's working memory (hundreds of
-  MB for a T5 small step) stays in the process's peak. A no-op without glibc.
-  """
-  try:
-    ctypes.CDLL(None).malloc_trim(0)
-  except (OSError, AttributeError):
-    pass
