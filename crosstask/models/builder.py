@@ -25,13 +25,15 @@ def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> N
   """Clears gin and parses files and bindings the way the runtime's entry points do.
 
   Paths may be relative to the working directory, the repository root or
-  crosstask/gin; errors name the file or binding at fault.
+  crosstask/gin; errors name the file or binding at fault. Unlike the entry points,
+  the config is left unlocked: a notebook may import task modules afterwards.
   """
   from crosstask.runtime import gin_utils  # pylint: disable=g-import-not-at-top
   if isinstance(gin_files, (str, pathlib.Path)):
     gin_files = [gin_files]
   gin.clear_config()
-  gin_utils.parse([str(f) for f in gin_files], list(bindings), search_paths=[str(ROOT)])
+  gin_utils.parse([str(f) for f in gin_files], list(bindings), search_paths=[str(ROOT)],
+                  lock=False)
 
 
 def _evaluate(selector: str):

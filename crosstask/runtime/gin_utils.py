@@ -103,8 +103,12 @@ logging.getLogger().addFilter(_QuietSearch())
 
 
 def parse(files: Sequence[str], bindings: Sequence[str],
-          search_paths: Sequence[str] = ()) -> None:
-  """Parses files then bindings in order, as T5X does; errors name the culprit."""
+          search_paths: Sequence[str] = (), lock: bool = True) -> None:
+  """Parses files then bindings in order, as T5X does; errors name the culprit.
+
+  `lock=False` still runs gin's finalize checks but leaves the config unlocked, so a
+  program that reads a config (`models.builder`) can import more configurables later.
+  """
   import_configurables()
   paths = list(search_paths) + list(DEFAULT_SEARCH_PATHS)
   for p in paths:
@@ -121,7 +125,11 @@ def parse(files: Sequence[str], bindings: Sequence[str],
     except Exception as e:
       raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}') from e
   try:
-    gin.finalize()
+    if lock:
+      gin.finalize()
+    else:
+      with gin.unlock_config():  # Restores the unlocked state finalize() leaves locked.
+        gin.finalize()
   except ValueError as e:  # A `%gin.REQUIRED` macro nobody set, e.g. MODEL_DIR.
     raise GinConfigError(f'{e}\nSet it on the command line (--gin.NAME=VALUE) or in a gin '
                          f'file; files parsed: {list(files)}') from e

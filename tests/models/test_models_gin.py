@@ -61,3 +61,14 @@ def test_decoding_compiler_options_bind_from_gin():
       "NUM_EMBEDDINGS = 512",
       "model.EncoderDecoderModel.predict_compiler_options = {'xla_cpu_enable_fast_math': False}"])
   assert model.compiler_options_for_predict("cpu") == {"xla_cpu_enable_fast_math": False}
+
+
+def test_reading_a_config_leaves_gin_open_for_more_configurables():
+  import gin
+  builder.config_from_gin("crosstask/gin/t5_1_1/tiny.gin")
+  assert not gin.config_is_locked()
+
+  @gin.configurable
+  def added_after_reading_a_config(x=1):  # Raised "config was locked" before.
+    return x
+  assert added_after_reading_a_config() == 1
