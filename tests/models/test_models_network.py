@@ -167,3 +167,23 @@ def test_attention_output_projection_reads_the_stored_weight_in_place():
   h, d, dm = CFG.num_heads, CFG.d_kv, CFG.d_model
   assert f"f32[{h},{d},{dm}]" in hlo  # the stored weights are there...
   assert f"f32[{d},{h},{dm}]" not in hlo  # ...and never copied into the swapped order
+
+
+def test_weight_gradients_read_activations_in_place():
+  # With batch and length as two contracted axes, XLA:CPU wrote the gated MLP's
+  # backward activations transposed ([d_ff, tokens]) inside the elementwise fusion,
+  # and the residual stream as [d_model, tokens]: strided writes that cost ~0.6 s of
+  # the T5 small step. `layers.dense` contracts one token axis, which XLA takes as is.
+  cfg = TransformerConfig(**{**CFG.__dict__, "d_ff": 80, "dropout_rate": 0.0})
+  model, variables = _init(cfg, enc_len=24, dec_len=24)
+  tokens = jnp.full((2, 24), 3, jnp.int32)
+
+  def loss(params):
+    logits = model.apply({"params": params}, tokens, tokens)
+    return jnp.mean(_token_loss(logits, tokens))
+
+  hlo = jax.jit(jax.grad(loss)).lower(variables["params"]).compile().as_text()
+  tokens_total = 2 * 24
+  assert f"f32[{cfg.d_ff},{tokens_total}]" not in hlo
+  assert f"f32[{cfg.d_model},{tokens_total}]" not in hlo
+  assert f"f32[{tokens_total},{cfg.d_ff}]" in hlo  # the shapes are what the check reads
