@@ -101,3 +101,13 @@ def test_results_table_never_rounds_a_miss_up_to_the_goal():
   assert run_all.ratio_text(1.93, 2.0) == "1.93x"
   assert run_all.ratio_text(2.004, 2.0) == "2.00x"
   assert run_all.ratio_text(1.2999, 1.3) == "1.299x"
+
+
+def test_cpu_model_tells_machines_with_the_same_name_apart():
+  zen5 = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
+          "model name\t: AMD EPYC\nflags\t\t: fpu sse avx2 fma avx512f avx512_bf16\n\n"
+          "processor\t: 1\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n")
+  older = zen5.replace("26", "25").replace(" avx512f avx512_bf16", "")
+  assert harness.cpu_model(zen5) == "AMD EPYC (family 26, model 2, AVX-512)"
+  assert harness.cpu_model(older) == "AMD EPYC (family 25, model 2, AVX2)"
+  assert harness.cpu_model("model name\t: Some CPU\n") == "Some CPU"
