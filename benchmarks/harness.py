@@ -26,6 +26,15 @@ RESULTS = ROOT / "benchmarks" / "results"
 WORKER = ROOT / "benchmarks" / "side_worker.py"
 
 
+def _widest_simd(flags: Sequence[str]) -> tuple[str | None, int]:
+  """(name, float32 flop per cycle per core with 2 FMA pipes) of the widest SIMD in `flags`."""
+  if "avx512f" in flags:
+    return "AVX-512", 64
+  if "avx2" in flags:
+    return "AVX2", 32
+  return None, 16
+
+
 def cpu_model(cpuinfo: str | None = None) -> str:
   """The CPU's name with its family and model numbers and its widest float SIMD.
 
@@ -44,7 +53,7 @@ def cpu_model(cpuinfo: str | None = None) -> str:
     fields.setdefault(key.strip(), value.strip())
   name = fields.get("model name") or platform.processor() or "unknown"
   flags = fields.get("flags", "").split()
-  simd = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+  simd = _widest_simd(flags)[0]
   details = [f"family {fields['cpu family']}, model {fields['model']}"
              if "cpu family" in fields and "model" in fields else None, simd]
   details = [d for d in details if d]
@@ -65,8 +74,7 @@ def cpu_peak_gflops(threads: int) -> float | None:
   mhz = [float(l.split(":")[1]) for l in info.splitlines() if l.startswith("cpu MHz")]
   if not mhz or "fma" not in flags:
     return None
-  per_cycle = 64 if "avx512f" in flags else 32 if "avx2" in flags else 16
-  return threads * per_cycle * max(mhz) / 1e3
+  return threads * _widest_simd(flags)[1] * max(mhz) / 1e3
 
 
 def default_threads() -> int:
