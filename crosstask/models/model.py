@@ -24,16 +24,20 @@ Batch = Mapping[str, jax.Array]
 # decode_fn arguments the model fills in itself; decoder_params may not name them.
 _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
                            "decode_rng", "num_decodes"})
-# Decoding's XLA options on CPU below CPU_WIDE_DECODE_ROWS rows a step, unless
-# `predict_compiler_options` says otherwise: no YNNPACK fusions. A decoding step
-# multiplies a few rows at a time, and there XLA's own kernels beat YNNPACK's
-# fusions: greedy and beam-4 ran 4-32% faster without them, with the same tokens
-# (benchmarks/README.md). Training keeps them.
+# Decoding's XLA options on CPU, unless `predict_compiler_options` says otherwise:
+# no YNNPACK fusions for the encoder, and for the decoding loop below
+# CPU_WIDE_DECODE_ROWS rows a step on a CPU without AVX-512. On an AVX2 EPYC greedy
+# and beam-4 ran 4-32% faster without them, with the same tokens; on an AVX-512 one
+# the loop ran faster with them at every width tried (8-128 rows) while the encoder
+# at batch 32 ran 1.3-1.7x slower (benchmarks/README.md). Training keeps them.
 CPU_PREDICT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 # From this many rows a step (batch x num_decodes) on, XLA's default CPU options
-# (YNNPACK fusions included) won instead: 1.17x and 1.07x on small beam-4 b32 (128
-# rows) in two A/B runs, 0.83-0.97x at 32 rows (benchmarks/README.md).
+# (YNNPACK fusions included) won on the AVX2 machine too: 1.17x and 1.07x on small
+# beam-4 b32 (128 rows) in two A/B runs, 0.83-0.97x at 32 rows (benchmarks/README.md).
 CPU_WIDE_DECODE_ROWS = 128
+# The parts of a decode that predict_batch compiles as programs of their own, each
+# with its options; 'whole' is both in one program (as under another jit).
+PREDICT_PARTS = ("whole", "encoder", "loop")
 # The gin binding an error names when XLA refuses decoding's options.
 PREDICT_OPTIONS_BINDING = "EncoderDecoderModel.predict_compiler_options"
 
@@ -69,25 +73,37 @@ class EncoderDecoderModel:
     # XLA's defaults everywhere.
     self.predict_compiler_options = (None if predict_compiler_options is None
                                      else dict(predict_compiler_options))
-    self._predict_jits = {}  # One per option set, jitted on first use.
+    self._predict_jits = {}  # One per (part, option set), jitted on first use.
 
-  def compiler_options_for_predict(self, platform: str, rows: int = 1) -> dict[str, Any]:
-    """The XLA options decoding `rows` rows a step compiles with on `platform`."""
+  def compiler_options_for_predict(self, platform: str, rows: int = 1,
+                                   part: str = "whole") -> dict[str, Any]:
+    """The XLA options decoding `rows` rows a step compiles `part` with on `platform`.
+
+    part: 'whole' (encoder and decoding loop in one program, as the runtime's
+    Inference compiles them), 'encoder' or 'loop' (predict_batch's two programs).
+    """
+    if part not in PREDICT_PARTS:
+      raise ValueError(f"part={part!r}: expected one of {PREDICT_PARTS}")
     if self.predict_compiler_options is not None:
       return dict(self.predict_compiler_options)
-    if (platform == "cpu" and rows < CPU_WIDE_DECODE_ROWS
-        and _xla_accepts(tuple(CPU_PREDICT_COMPILER_OPTIONS.items()))):
+    if platform != "cpu" or not _xla_accepts(tuple(CPU_PREDICT_COMPILER_OPTIONS.items())):
+      return {}
+    if part == "loop" and _cpu_has_avx512():
+      return {}
+    if part == "encoder" or rows < CPU_WIDE_DECODE_ROWS:
       return dict(CPU_PREDICT_COMPILER_OPTIONS)
     return {}
 
-  def _predict_jit(self, rows: int) -> Callable:
-    """The jitted `_predict_impl` with the default backend's options for `rows` rows."""
-    options = self.compiler_options_for_predict(jax.default_backend(), rows)
-    key = tuple(sorted(options.items()))
+  def _predict_jit(self, rows: int, part: str = "whole") -> Callable:
+    """`part` of decoding, jitted with the default backend's options for `rows` rows."""
+    options = self.compiler_options_for_predict(jax.default_backend(), rows, part)
+    key = (part,) + tuple(sorted(options.items()))
     if key not in self._predict_jits:
-      self._predict_jits[key] = jax.jit(
-          self._predict_impl, compiler_options=options or None,
-          static_argnames=("decoder_items", "num_decodes", "prompt_with_targets"))
+      fn, static = {"whole": (self._predict_impl, _PREDICT_STATIC),
+                    "encoder": (self._predict_encoder, ()),
+                    "loop": (self._predict_loop, _PREDICT_STATIC)}[part]
+      self._predict_jits[key] = jax.jit(fn, compiler_options=options or None,
+                                        static_argnames=static)
     return self._predict_jits[key]
 
   @property
@@ -188,11 +204,14 @@ class EncoderDecoderModel:
       rng = jax.random.PRNGKey(0)
     prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
     inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
-    predict = self._predict_jit(inputs["encoder_input_tokens"].shape[0] * num_decodes)
+    rows = inputs["encoder_input_tokens"].shape[0] * num_decodes
     static = dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
                   prompt_with_targets=prompt_with_targets)
     try:
-      seqs, scores = predict(params, inputs, rng, **static)
+      # Two programs, so the encoder and the loop each get the options that suit them.
+      encoded, cache = self._predict_jit(rows, "encoder")(params, inputs)
+      seqs, scores = self._predict_jit(rows, "loop")(params, inputs, encoded, cache, rng,
+                                                     **static)
     except jax.errors.JaxRuntimeError as e:
       raise_if_options_refused(e, PREDICT_OPTIONS_BINDING, self.predict_compiler_options)
       raise
@@ -208,18 +227,31 @@ class EncoderDecoderModel:
 
   def _predict_impl(self, params, batch, rng, *, decoder_items, num_decodes,
                     prompt_with_targets):
+    encoded, cache = self._predict_encoder(params, batch)
+    return self._predict_loop(params, batch, encoded, cache, rng, decoder_items=decoder_items,
+                              num_decodes=num_decodes, prompt_with_targets=prompt_with_targets)
+
+  def _predict_encoder(self, params, batch):
+    """(encoder output, decoding cache): the encoder, and its keys/values projected once."""
     enc = batch["encoder_input_tokens"]
     dec_in = batch["decoder_input_tokens"]
-    max_len = dec_in.shape[1]
     module = self.module
     encoded = module.apply({"params": params}, enc, method=module.encode)
     # One dummy token: sizes the self-attention caches and projects encoder keys/values once.
     _, init = module.apply({"params": params}, encoded, enc, jnp.zeros_like(dec_in[:, :1]),
-                           decode=True, max_decode_length=max_len, method=module.decode,
+                           decode=True, max_decode_length=dec_in.shape[1], method=module.decode,
                            mutable=["cache"])
+    return encoded, init["cache"]
+
+  def _predict_loop(self, params, batch, encoded, init_cache, rng, *, decoder_items,
+                    num_decodes, prompt_with_targets):
+    enc = batch["encoder_input_tokens"]
+    dec_in = batch["decoder_input_tokens"]
+    max_len = dec_in.shape[1]
+    module = self.module
     # Encoder keys/values stay out of the loop state at batch B: the loop neither
     # repeats them per beam nor reorders them every step (see layers.MultiHeadAttention).
-    static_cache, cache = _split_cross_cache(init["cache"])
+    static_cache, cache = _split_cross_cache(init_cache)
     if "decoder_prompt_tokens" in batch:
       prompt = batch["decoder_prompt_tokens"].astype(jnp.int32)
     elif prompt_with_targets:
@@ -244,6 +276,19 @@ class EncoderDecoderModel:
     seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
                                   max_decode_len=max_len, **kwargs)
     return seqs.astype(jnp.int32), scores.astype(jnp.float32)
+
+
+_PREDICT_STATIC = ("decoder_items", "num_decodes", "prompt_with_targets")
+
+
+@functools.cache
+def _cpu_has_avx512() -> bool:
+  """Whether this host's CPU has AVX-512 (Linux's /proc/cpuinfo; False where unreadable)."""
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
+  except OSError:
+    return False
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """Decoding's XLA options (`EncoderDecoderModel.predict_compiler_options`): the CPU
-default reaches XLA in both jits that decode (the model's own and the runtime's
-`Inference`), changes no token or score, and a wrong option names its binding."""
+defaults reach XLA in every jit that decodes (the model's encoder and loop programs,
+and the runtime's `Inference`, which compiles both as one), change no token or
+score, and a wrong option names its binding."""
 
 import types
 
@@ -48,21 +49,49 @@ def _ynn_fusions(compiled) -> int:
   return compiled.as_text().count("__ynn_fusion")
 
 
-def test_default_options_by_platform_and_an_explicit_choice_wins():
+def _compiled_parts(model, params, batch, num_decodes=1, decoder_items=()):
+  """predict_batch's two compiled programs, as it runs them for `batch`."""
+  rows = batch["encoder_input_tokens"].shape[0] * num_decodes
+  encoder = model._predict_jit(rows, "encoder")
+  encoded, cache = encoder(params, batch)
+  loop = model._predict_jit(rows, "loop").lower(
+      params, batch, encoded, cache, jax.random.PRNGKey(0), decoder_items=decoder_items,
+      num_decodes=num_decodes, prompt_with_targets=False).compile()
+  return encoder.lower(params, batch).compile(), loop
+
+
+_NO_YNN = (model_lib.CPU_PREDICT_COMPILER_OPTIONS
+           if model_lib._xla_accepts(tuple(model_lib.CPU_PREDICT_COMPILER_OPTIONS.items()))
+           else {})
+
+
+@pytest.mark.parametrize("avx512", [False, True])
+def test_default_options_by_platform_part_and_cpu_and_an_explicit_choice_wins(
+    monkeypatch, avx512):
+  monkeypatch.setattr(model_lib, "_cpu_has_avx512", lambda: avx512)
   default = _model()
-  expected = (model_lib.CPU_PREDICT_COMPILER_OPTIONS
-              if model_lib._xla_accepts(tuple(model_lib.CPU_PREDICT_COMPILER_OPTIONS.items()))
-              else {})
-  assert default.compiler_options_for_predict("cpu") == expected
-  assert default.compiler_options_for_predict("gpu") == {}
-  assert _model(predict_compiler_options={}).compiler_options_for_predict("cpu") == {}
-  mine = {"xla_cpu_enable_fast_math": False}
-  assert _model(predict_compiler_options=mine).compiler_options_for_predict("gpu") == mine
-  # Many rows a step: XLA's own defaults (YNNPACK fusions included).
-  assert default.compiler_options_for_predict("cpu", model_lib.CPU_WIDE_DECODE_ROWS) == {}
-  narrowest_wide = model_lib.CPU_WIDE_DECODE_ROWS
-  assert default.compiler_options_for_predict("cpu", narrowest_wide - 1) == expected
-  assert _model(predict_compiler_options=mine).compiler_options_for_predict("cpu", 10**4) == mine
+  wide = model_lib.CPU_WIDE_DECODE_ROWS
+  for part in model_lib.PREDICT_PARTS:
+    assert default.compiler_options_for_predict("gpu", 8, part) == {}
+    assert _model(predict_compiler_options={}).compiler_options_for_predict("cpu", 8, part) == {}
+    mine = {"xla_cpu_enable_fast_math": False}
+    assert _model(predict_compiler_options=mine).compiler_options_for_predict(
+        "gpu", 8, part) == mine
+    assert _model(predict_compiler_options=mine).compiler_options_for_predict(
+        "cpu", 10**4, part) == mine
+  # One program (the runtime's Inference): no YNNPACK fusions below `wide` rows a
+  # step, XLA's own defaults from there on, whatever the CPU.
+  assert default.compiler_options_for_predict("cpu") == _NO_YNN
+  assert default.compiler_options_for_predict("cpu", wide - 1) == _NO_YNN
+  assert default.compiler_options_for_predict("cpu", wide) == {}
+  # predict_batch's encoder: never YNNPACK fusions on CPU.
+  assert default.compiler_options_for_predict("cpu", 1, "encoder") == _NO_YNN
+  assert default.compiler_options_for_predict("cpu", 10**4, "encoder") == _NO_YNN
+  # Its loop: XLA's defaults on an AVX-512 CPU, else as one program.
+  assert default.compiler_options_for_predict("cpu", 8, "loop") == ({} if avx512 else _NO_YNN)
+  assert default.compiler_options_for_predict("cpu", wide, "loop") == {}
+  with pytest.raises(ValueError, match="part='decoder'"):
+    default.compiler_options_for_predict("cpu", 8, "decoder")
 
 
 def test_a_flag_this_xla_does_not_know_is_not_a_default():
@@ -70,25 +99,29 @@ def test_a_flag_this_xla_does_not_know_is_not_a_default():
 
 
 @on_cpu
+@pytest.mark.parametrize("avx512", [False, True])
 @pytest.mark.parametrize("beam", [False, True], ids=["greedy", "beam4"])
-def test_cpu_default_compiles_without_ynn_fusions_and_decodes_the_same(params, beam):
+def test_cpu_defaults_reach_both_programs_and_decode_the_same(params, monkeypatch, beam,
+                                                              avx512):
+  monkeypatch.setattr(model_lib, "_cpu_has_avx512", lambda: avx512)
   batch = _batch()
+  num_decodes = 4 if beam else 1  # 8 or 32 rows a step: below CPU_WIDE_DECODE_ROWS
   runs = {}
   for name, options in (("default", None), ("xla", {})):
     model = _model(beam, predict_compiler_options=options)
-    tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=4 if beam else 1)
-    rows = 8 * (4 if beam else 1)  # below CPU_WIDE_DECODE_ROWS: no YNNPACK at all
-    assert model._predict_jit(rows)._cache_size() == 1  # the top-level jit with the options ran
+    tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=num_decodes)
+    for part in ("encoder", "loop"):  # the top-level jits with the options ran
+      assert model._predict_jit(8 * num_decodes, part)._cache_size() == 1
     runs[name] = (np.asarray(tokens), np.asarray(aux["scores"]), model)
-  # The option reaches XLA: XLA's own default fuses some ops for YNNPACK, ours none.
-  fusions = {}
-  for name, (_, _, model) in runs.items():
-    compiled = model._predict_jit(rows).lower(
-        params, batch, jax.random.PRNGKey(0),
-        decoder_items=tuple(sorted(model.default_decoder_params.items())),
-        num_decodes=4 if beam else 1, prompt_with_targets=False).compile()
-    fusions[name] = _ynn_fusions(compiled)
-  assert fusions["default"] == 0 < fusions["xla"]
+  # The options reach XLA: XLA's own defaults fuse some ops for YNNPACK; ours none in
+  # the encoder, and none in the loop unless the CPU has AVX-512.
+  fusions = {name: [_ynn_fusions(c) for c in _compiled_parts(
+                 model, params, batch, num_decodes,
+                 tuple(sorted(model.default_decoder_params.items())))]
+             for name, (_, _, model) in runs.items()}
+  assert fusions["default"][0] == 0 < fusions["xla"][0]
+  assert fusions["xla"][1] > 0
+  assert (fusions["default"][1] > 0) == avx512
   np.testing.assert_array_equal(runs["default"][0], runs["xla"][0])
   assert (runs["default"][0] > 1).sum() > 8 * 4  # real decodes, not EOS at once
   np.testing.assert_allclose(runs["default"][1], runs["xla"][1], rtol=1e-5, atol=1e-5)
@@ -151,11 +184,9 @@ def test_many_rows_a_step_decode_with_xla_defaults_and_the_same_tokens(params):
   narrow = _model(True, predict_compiler_options=model_lib.CPU_PREDICT_COMPILER_OPTIONS)
   tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=4)
   want, want_aux = narrow.predict_batch_with_aux(params, batch, num_decodes=4)
-  assert list(model._predict_jits) == [()]
-  compiled = model._predict_jit(128).lower(
-      params, batch, jax.random.PRNGKey(0), decoder_items=(("alpha", 1.0),), num_decodes=4,
-      prompt_with_targets=False).compile()
-  assert _ynn_fusions(compiled) > 0
+  assert list(model._predict_jits) == [("encoder",) + tuple(sorted(_NO_YNN.items())), ("loop",)]
+  _, loop = _compiled_parts(model, params, batch, 4, (("alpha", 1.0),))
+  assert _ynn_fusions(loop) > 0
   np.testing.assert_array_equal(np.asarray(tokens), np.asarray(want))
   assert (np.asarray(tokens) > 1).sum() > 32 * 4  # real decodes, not EOS at once
   np.testing.assert_allclose(np.asarray(aux["scores"]), np.asarray(want_aux["scores"]),
