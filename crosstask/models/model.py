@@ -68,8 +68,8 @@ class EncoderDecoderModel:
     if default_decoder_params is None and "temperature" in self._decode_args:
       default_decoder_params = {"temperature": 0.0}
     self.default_decoder_params = dict(default_decoder_params or {})
-    # XLA options for compiling decoding; None: CPU_PREDICT_COMPILER_OPTIONS on
-    # CPU below CPU_WIDE_DECODE_ROWS rows a step, XLA's defaults otherwise. {} keeps
+    # XLA options for compiling decoding (encoder and loop alike); None: the defaults
+    # by platform, part and rows a step (compiler_options_for_predict). {} keeps
     # XLA's defaults everywhere.
     self.predict_compiler_options = (None if predict_compiler_options is None
                                      else dict(predict_compiler_options))
@@ -94,13 +94,13 @@ class EncoderDecoderModel:
       return dict(CPU_PREDICT_COMPILER_OPTIONS)
     return {}
 
-  def _predict_jit(self, rows: int, part: str = "whole") -> Callable:
-    """`part` of decoding, jitted with the default backend's options for `rows` rows."""
+  def _predict_jit(self, rows: int, part: str) -> Callable:
+    """predict_batch's 'encoder' or 'loop' program, jitted with the default backend's
+    options for `rows` rows a step."""
     options = self.compiler_options_for_predict(jax.default_backend(), rows, part)
     key = (part,) + tuple(sorted(options.items()))
     if key not in self._predict_jits:
-      fn, static = {"whole": (self._predict_impl, _PREDICT_STATIC),
-                    "encoder": (self._predict_encoder, ()),
+      fn, static = {"encoder": (self._predict_encoder, ()),
                     "loop": (self._predict_loop, _PREDICT_STATIC)}[part]
       self._predict_jits[key] = jax.jit(fn, compiler_options=options or None,
                                         static_argnames=static)
