@@ -215,7 +215,7 @@ class CrosstaskSide(_Side):
       module = Transformer(config)
       # Compiled as predict_batch compiles it, so it bounds decoding's time from below.
       options = EncoderDecoderModel(module, vocab, vocab).compiler_options_for_predict(
-          "cpu", part="encoder")
+          "cpu", workload["batch"], "encoder")
       encode = jax.jit(lambda p, t: module.apply({"params": p}, t, method=module.encode),
                        compiler_options=options or None)
       params, tokens = jax.device_put(params), jax.device_put(batch["encoder_input_tokens"])

@@ -35,9 +35,10 @@ CPU_PREDICT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 # (YNNPACK fusions included) won on the AVX2 machine too: 1.17x and 1.07x on small
 # beam-4 b32 (128 rows) in two A/B runs, 0.83-0.97x at 32 rows (benchmarks/README.md).
 CPU_WIDE_DECODE_ROWS = 128
-# The parts of a decode that predict_batch compiles as programs of their own, each
-# with its options; 'whole' is both in one program (as under another jit).
-PREDICT_PARTS = ("whole", "encoder", "loop")
+# The parts of a decode that compile as programs of their own, each with its options
+# (predict_batch's jits and the runtime's Inference alike; decoding nested in another
+# jit compiles as part of that one).
+PREDICT_PARTS = ("encoder", "loop")
 # The gin binding an error names when XLA refuses decoding's options.
 PREDICT_OPTIONS_BINDING = "EncoderDecoderModel.predict_compiler_options"
 
@@ -75,12 +76,12 @@ class EncoderDecoderModel:
                                      else dict(predict_compiler_options))
     self._predict_jits = {}  # One per (part, option set), jitted on first use.
 
-  def compiler_options_for_predict(self, platform: str, rows: int = 1,
-                                   part: str = "whole") -> dict[str, Any]:
+  def compiler_options_for_predict(self, platform: str, rows: int, part: str
+                                   ) -> dict[str, Any]:
     """The XLA options decoding `rows` rows a step compiles `part` with on `platform`.
 
-    part: 'whole' (encoder and decoding loop in one program, as the runtime's
-    Inference compiles them), 'encoder' or 'loop' (predict_batch's two programs).
+    part: 'encoder' (the encoder, and its keys/values projected for the cache) or
+    'loop' (the decoding loop); see decoding_programs.
     """
     if part not in PREDICT_PARTS:
       raise ValueError(f"part={part!r}: expected one of {PREDICT_PARTS}")
@@ -88,11 +89,9 @@ class EncoderDecoderModel:
       return dict(self.predict_compiler_options)
     if platform != "cpu" or not _xla_accepts(tuple(CPU_PREDICT_COMPILER_OPTIONS.items())):
       return {}
-    if part == "loop" and _cpu_has_avx512():
+    if part == "loop" and (_cpu_has_avx512() or rows >= CPU_WIDE_DECODE_ROWS):
       return {}
-    if part == "encoder" or rows < CPU_WIDE_DECODE_ROWS:
-      return dict(CPU_PREDICT_COMPILER_OPTIONS)
-    return {}
+    return dict(CPU_PREDICT_COMPILER_OPTIONS)
 
   def _predict_jit(self, rows: int, part: str) -> Callable:
     """predict_batch's 'encoder' or 'loop' program, jitted with the default backend's
@@ -188,6 +187,46 @@ class EncoderDecoderModel:
                              prompt_with_targets: bool = False
                              ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """(tokens, {'scores': float32 [B]}); L = decoder_input_tokens length; best first."""
+    static = self._decode_settings(decoder_params, num_decodes, prompt_with_targets)
+    if rng is None:
+      rng = jax.random.PRNGKey(0)
+    prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
+    inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
+    rows = inputs["encoder_input_tokens"].shape[0] * num_decodes
+    try:
+      # Two programs, so the encoder and the loop each get the options that suit them.
+      encoded, cache = self._predict_jit(rows, "encoder")(params, inputs)
+      seqs, scores = self._predict_jit(rows, "loop")(params, inputs, encoded, cache, rng,
+                                                     **static)
+    except jax.errors.JaxRuntimeError as e:
+      raise_if_options_refused(e, PREDICT_OPTIONS_BINDING, self.predict_compiler_options)
+      raise
+    except ValueError as e:
+      if "top-level" not in str(e):
+        raise
+      # Called inside another jit, which JAX does not let a jit with compiler options
+      # nest in: that outer jit compiles the whole decode, with its own options.
+      seqs, scores = self._predict_impl(params, inputs, rng, **static)
+    if return_all_decodes:
+      return seqs, {"scores": scores}
+    return seqs[:, 0], {"scores": scores[:, 0]}
+
+  def decoding_programs(self, *, decoder_params: Mapping[str, Any] | None = None,
+                        num_decodes: int = 1, prompt_with_targets: bool = False
+                        ) -> tuple[Callable, Callable]:
+    """(encode, loop): a decode as two pure functions, for a caller that jits them itself.
+
+    encode(params, batch) -> (encoded, cache); loop(params, batch, encoded, cache, rng)
+    -> (int32 [B, num_decodes, L] decodes, float32 [B, num_decodes] scores), best first.
+    Compile each with compiler_options_for_predict(platform, rows, 'encoder' / 'loop'),
+    as predict_batch does (the runtime's Inference adds its shardings).
+    """
+    static = self._decode_settings(decoder_params, num_decodes, prompt_with_targets)
+    return self._predict_encoder, functools.partial(self._predict_loop, **static)
+
+  def _decode_settings(self, decoder_params: Mapping[str, Any] | None, num_decodes: int,
+                       prompt_with_targets: bool) -> dict[str, Any]:
+    """_predict_loop's static keyword arguments, once decoder_params are checked."""
     if num_decodes < 1:
       raise ValueError(f"num_decodes must be >= 1, got {num_decodes!r}")
     merged = {**self.default_decoder_params, **(decoder_params or {})}
@@ -200,30 +239,8 @@ class EncoderDecoderModel:
                        "(use predict_batch's num_decodes / rng, or the vocabulary's eos_id)")
     if num_decodes > 1 and "num_decodes" not in self._decode_args:
       raise ValueError("num_decodes > 1 but decode_fn takes no num_decodes")
-    if rng is None:
-      rng = jax.random.PRNGKey(0)
-    prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
-    inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
-    rows = inputs["encoder_input_tokens"].shape[0] * num_decodes
-    static = dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
-                  prompt_with_targets=prompt_with_targets)
-    try:
-      # Two programs, so the encoder and the loop each get the options that suit them.
-      encoded, cache = self._predict_jit(rows, "encoder")(params, inputs)
-      seqs, scores = self._predict_jit(rows, "loop")(params, inputs, encoded, cache, rng,
-                                                     **static)
-    except jax.errors.JaxRuntimeError as e:
-      raise_if_options_refused(e, PREDICT_OPTIONS_BINDING, self.predict_compiler_options)
-      raise
-    except ValueError as e:
-      if "top-level" not in str(e):
-        raise
-      # Called inside another jit (the runtime's Inference), which JAX does not let
-      # a jit with compiler options nest in: that outer jit compiles, with its options.
-      seqs, scores = self._predict_impl(params, inputs, rng, **static)
-    if return_all_decodes:
-      return seqs, {"scores": scores}
-    return seqs[:, 0], {"scores": scores[:, 0]}
+    return dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
+                prompt_with_targets=prompt_with_targets)
 
   def _predict_impl(self, params, batch, rng, *, decoder_items, num_decodes,
                     prompt_with_targets):

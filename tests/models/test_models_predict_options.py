@@ -1,7 +1,7 @@
 """Decoding's XLA options (`EncoderDecoderModel.predict_compiler_options`): the CPU
-defaults reach XLA in every jit that decodes (the model's encoder and loop programs,
-and the runtime's `Inference`, which compiles both as one), change no token or
-score, and a wrong option names its binding."""
+defaults reach XLA in every jit that decodes (the encoder and loop programs of the
+model's predict_batch and of the runtime's `Inference`), change no token or score,
+and a wrong option names its binding."""
 
 import types
 
@@ -79,19 +79,19 @@ def test_default_options_by_platform_part_and_cpu_and_an_explicit_choice_wins(
         "gpu", 8, part) == mine
     assert _model(predict_compiler_options=mine).compiler_options_for_predict(
         "cpu", 10**4, part) == mine
-  # One program (the runtime's Inference): no YNNPACK fusions below `wide` rows a
-  # step, XLA's own defaults from there on, whatever the CPU.
-  assert default.compiler_options_for_predict("cpu") == _NO_YNN
-  assert default.compiler_options_for_predict("cpu", wide - 1) == _NO_YNN
-  assert default.compiler_options_for_predict("cpu", wide) == {}
-  # predict_batch's encoder: never YNNPACK fusions on CPU.
+  # The encoder: never YNNPACK fusions on CPU.
   assert default.compiler_options_for_predict("cpu", 1, "encoder") == _NO_YNN
   assert default.compiler_options_for_predict("cpu", 10**4, "encoder") == _NO_YNN
-  # Its loop: XLA's defaults on an AVX-512 CPU, else as one program.
+  # The loop: XLA's defaults on an AVX-512 CPU; elsewhere no YNNPACK fusions below
+  # `wide` rows a step and XLA's defaults from there on.
   assert default.compiler_options_for_predict("cpu", 8, "loop") == ({} if avx512 else _NO_YNN)
+  assert default.compiler_options_for_predict("cpu", wide - 1, "loop") == (
+      {} if avx512 else _NO_YNN)
   assert default.compiler_options_for_predict("cpu", wide, "loop") == {}
   with pytest.raises(ValueError, match="part='decoder'"):
     default.compiler_options_for_predict("cpu", 8, "decoder")
+  with pytest.raises(ValueError, match="part='whole'"):
+    default.compiler_options_for_predict("cpu", 8, "whole")
 
 
 def test_a_flag_this_xla_does_not_know_is_not_a_default():
@@ -144,23 +144,48 @@ def _dataset(batch):
   return tf.data.Dataset.from_tensor_slices(feats).enumerate()
 
 
-def _runner(model, params, batch_size: int = 8, num_decodes: int = 1):
-  partitioner = partitioning.Partitioner()
+def _runner(model, params, batch_size: int = 8, num_decodes: int = 1, devices=None):
+  partitioner = partitioning.Partitioner(devices=devices)
   shardings = jax.tree.map(lambda _: partitioner.replicated, params)
   return inference.Inference(model, partitioner, shardings, batch_size=batch_size,
                              num_decodes=num_decodes)
 
 
 @on_cpu
-def test_inference_decodes_with_the_models_options(params):
+@pytest.mark.parametrize("avx512", [False, True])
+def test_inference_compiles_the_same_two_programs_and_decodes_the_same(params, monkeypatch,
+                                                                       avx512):
+  monkeypatch.setattr(model_lib, "_cpu_has_avx512", lambda: avx512)
   batch = _batch()
-  tokens = np.asarray(_model().predict_batch(params, batch))
+  model = _model()
+  tokens = np.asarray(model.predict_batch(params, batch))
+  # On one device (8 rows a step there, as in predict_batch) the options show in the
+  # compiled programs; split over 8 devices, XLA fuses nothing for YNNPACK in rows of 1.
+  one = _runner(model, params, devices=jax.devices()[:1])
+  assert one._predict_options == {
+      part: model.compiler_options_for_predict("cpu", 8, part) for part in ("encoder", "loop")}
+  sharded = one.partitioner.shard_batch(batch)
+  with one.partitioner.context():
+    encoder = one._encode.lower(params, sharded).compile()
+    loop = one._decode.lower(params, sharded, *one._encode(params, sharded)).compile()
+  assert _ynn_fusions(encoder) == 0
+  assert (_ynn_fusions(loop) > 0) == avx512
+  for runner in (one, _runner(model, params)):
+    out = dict(runner.predict(params, _dataset(batch)))
+    assert [out[i] for i in range(8)] == tokens.tolist()
+
+
+@pytest.mark.skipif(len(jax.devices()) < 2, reason="needs a mesh of more than one device")
+def test_inference_keeps_the_batch_split_over_the_data_axis_between_its_programs(params):
   runner = _runner(_model(), params)
-  assert runner._predict_options == _model().compiler_options_for_predict("cpu")
-  compiled = runner._predict.lower(params, runner.partitioner.shard_batch(batch)).compile()
-  assert _ynn_fusions(compiled) == 0
-  out = dict(runner.predict(params, _dataset(batch)))
-  assert [out[i] for i in range(8)] == tokens.tolist()
+  sharded = runner.partitioner.shard_batch(_batch())
+  with runner.partitioner.context():
+    encoded, cache = runner._encode(params, sharded)
+    tokens, aux = runner._decode(params, sharded, encoded, cache)
+  data = runner.partitioner.data_sharding
+  assert encoded.sharding.is_equivalent_to(data, encoded.ndim)
+  assert tokens.sharding.is_equivalent_to(data, tokens.ndim)
+  assert aux["scores"].sharding.is_equivalent_to(data, aux["scores"].ndim)
 
 
 def test_wrong_option_names_the_binding_in_both_decoding_jits(params):
@@ -191,4 +216,5 @@ def test_many_rows_a_step_decode_with_xla_defaults_and_the_same_tokens(params):
   assert (np.asarray(tokens) > 1).sum() > 32 * 4  # real decodes, not EOS at once
   np.testing.assert_allclose(np.asarray(aux["scores"]), np.asarray(want_aux["scores"]),
                              rtol=1e-5)
-  assert _runner(model, params, batch_size=32, num_decodes=4)._predict_options == {}
+  assert _runner(model, params, batch_size=32, num_decodes=4)._predict_options == {
+      "encoder": _NO_YNN, "loop": {}}
