@@ -5,7 +5,8 @@
 Reads one JSON request per line on stdin, answers one JSON line on stdout:
   save_checkpoint {model, dir}: (hf) a seeded random T5 1.1 model saved as an HF checkpoint
   setup {workload, checkpoint}: builds the workload, warms it up twice, returns its output
-    (workload kinds: train, train_batches, encode, greedy, beam4)
+    (workload kinds: train, train_batches, encode, greedy, beam4; decodes with
+    path 'inference' go through the runtime's Inference over a tf.data set)
   run: one timed repetition -> {seconds}
   rss: peak resident memory of this process so far -> {max_rss_mb}
 Only the framework named on the command line is imported. `train`: crosstask's side
@@ -153,7 +154,7 @@ class HFSide(_Side):
 
 
 class CrosstaskSide(_Side):
-  """The runtime's Trainer.train_step and EncoderDecoderModel.predict_batch."""
+  """The runtime's Trainer.train_step, EncoderDecoderModel.predict_batch or Inference."""
 
   def __init__(self, training: bool = False):
     if training:  # As `python -m crosstask.train` does, before JAX starts.
@@ -227,24 +228,44 @@ class CrosstaskSide(_Side):
       beams = workload.get("beams", 1)
       if beams == 1:
         model = EncoderDecoderModel(Transformer(config), vocab, vocab)
-        decoder_params = None
       else:  # HF's beam search: length_penalty 1.0, early_stopping False.
         model = EncoderDecoderModel(Transformer(config), vocab, vocab,
                                     decode_fn=decoding.beam_search,
                                     default_decoder_params={"alpha": 1.0, "length_penalty": "hf"})
-        decoder_params = None
-      params = jax.device_put(params)
-      jbatch = jax.device_put({
-          "encoder_input_tokens": batch["encoder_input_tokens"],
-          "decoder_input_tokens": np.zeros((workload["batch"], workload["new_tokens"]), np.int32)})
+      feats = {"encoder_input_tokens": batch["encoder_input_tokens"],
+               "decoder_input_tokens": np.zeros((workload["batch"], workload["new_tokens"]),
+                                                np.int32)}
+      if workload.get("path") == "inference":
+        fn = _inference_fn(model, params, feats, beams)
+      else:
+        params, jbatch = jax.device_put(params), jax.device_put(feats)
 
-      def fn():
-        return np.asarray(model.predict_batch(params, jbatch, decoder_params=decoder_params,
-                                              num_decodes=beams))
+        def fn():
+          return np.asarray(model.predict_batch(params, jbatch, num_decodes=beams))
       output = cut_at_eos(fn().tolist())
     fn()
     self.fn = fn
     return {"output": output}
+
+
+def _inference_fn(model, params, feats: dict, beams: int):
+  """Decoding as `python -m crosstask.infer` and evaluation run it: the runtime's
+  Inference over an enumerated tf.data set of the batch's examples (one batch)."""
+  import jax
+  import numpy as np
+  import tensorflow as tf
+  from crosstask.runtime import inference, partitioning
+  partitioner = partitioning.Partitioner()
+  params = jax.device_put(params, partitioner.replicated)
+  runner = inference.Inference(model, partitioner,
+                               jax.tree.map(lambda _: partitioner.replicated, params),
+                               batch_size=len(feats["encoder_input_tokens"]), num_decodes=beams)
+  feats = {**feats, "decoder_target_tokens": feats["decoder_input_tokens"]}
+  ds = tf.data.Dataset.from_tensor_slices(feats).enumerate().cache()
+
+  def fn():
+    return np.asarray([tokens for _, tokens in sorted(runner.predict(params, ds))])
+  return fn
 
 
 def main() -> None:

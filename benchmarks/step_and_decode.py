@@ -6,7 +6,8 @@ AdamW, through crosstask's runtime Trainer.train_step vs a torch AdamW step.
 Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
 penalty 1.0 / early_stopping False on both sides), batch 8 and 32, through
 EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
-for token (checked and recorded). The encoder alone (batch 8 and 32 x 256, no
+for token (checked and recorded). Greedy b32 and beam-4 b8 also run through the
+runtime's Inference (as `crosstask.infer` and evaluation decode). The encoder alone (batch 8 and 32 x 256, no
 goal, compiled as decoding compiles it) shows how much of decoding is the
 encoder's batched matmuls. Each framework runs in its own process, timed
 repetitions alternate between them after a warm-up (see harness.py).
@@ -25,6 +26,9 @@ import harness
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
 DECODES = [dict(kind="greedy", batch=b, input_len=256, new_tokens=32) for b in (8, 32)] + \
           [dict(kind="beam4", beams=4, batch=b, input_len=256, new_tokens=32) for b in (8, 32)]
+# The same decodes as `python -m crosstask.infer` and evaluation run them: the runtime's
+# Inference over a tf.data set (sharded jits, batching, padding), same goal.
+INFERENCE_DECODES = [dict(DECODES[1], path="inference"), dict(DECODES[2], path="inference")]
 # Diagnostic, no goal: the encoder alone, the part of decoding both sides run as
 # batched matmuls. Its ratio bounds what a faster decoding loop can give (README).
 ENCODES = [dict(kind="encode", batch=b, input_len=256) for b in (8, 32)]
@@ -55,7 +59,7 @@ def model_gflop(model: str, w: dict) -> float:
 
 
 def _name(w: dict) -> str:
-  return f"{w['kind']} b{w['batch']}"
+  return f"{w['kind']} b{w['batch']}" + (" via Inference" if w.get("path") == "inference" else "")
 
 
 def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp: str) -> list[dict]:
@@ -129,7 +133,7 @@ def main(argv=None) -> int:
   parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/...)")
   args = parser.parse_args(argv)
   models = [m.strip() for m in args.models.split(",") if m.strip()]
-  workloads = [TRAIN] + DECODES + ENCODES
+  workloads = [TRAIN] + DECODES + INFERENCE_DECODES + ENCODES
   if args.quick:
     args.reps, models = min(args.reps, 3), ["tiny"]
     workloads = [w for w in workloads if w["batch"] == 8]

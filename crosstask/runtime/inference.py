@@ -19,10 +19,12 @@ MODEL_KEYS = ('encoder_input_tokens', 'decoder_input_tokens', 'decoder_target_to
 
 
 def _without_autotuning(ds):
-  """`ds` without tf.data's autotuning thread, which can hold up the deletion of a
-  finished iterator: by up to 0.22 s after decoding on a 2-core CPU, once per pass
-  over each eval set (benchmarks/README.md). Eval sets are read once and cached, so
-  there is little to tune; AUTOTUNE maps then run with as many threads as cores."""
+  """`ds` without tf.data's autotuning thread, which held up the deletion of a finished
+  iterator until its next scheduled wake (after decoding, 2-core CPU): the period
+  doubles from 10 ms, so passes ended at 0.31, 0.63, 1.27, 2.55 or 10.23 s, e.g. an
+  8.1 s pass took 10.2 (benchmarks/README.md). Eval sets are read once and cached,
+  so there is little to tune; AUTOTUNE maps then run with as many threads as cores.
+  """
   import tensorflow as tf  # The dataset is tf.data's: TensorFlow is already loaded.
   options = tf.data.Options()
   options.autotune.enabled = False

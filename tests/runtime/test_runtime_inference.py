@@ -1,6 +1,6 @@
 """The runtime's Inference over a tf.data eval set: every example decoded once, the
 last batch padded and cut, and the set read without tf.data's autotuning thread
-(which held up each finished pass by up to 0.22 s on a 2-core CPU)."""
+(which held up the end of a pass until its next scheduled wake)."""
 
 import types
 
