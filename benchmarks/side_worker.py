@@ -9,9 +9,9 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
     path 'inference' go through the runtime's Inference over a tf.data set)
   run: one timed repetition -> {seconds}
   rss: peak resident memory of this process so far -> {max_rss_mb}
-Only the framework named on the command line is imported. `train`: crosstask's side
-makes the malloc settings `python -m crosstask.train` makes (decoding runs without them,
-as `python -m crosstask.infer`).
+Only the framework named on the command line is imported. crosstask's side makes the
+malloc settings of its entry point: `python -m crosstask.train`'s with `train`, else
+`python -m crosstask.infer`'s.
 """
 
 import json
@@ -157,9 +157,10 @@ class CrosstaskSide(_Side):
   """The runtime's Trainer.train_step, EncoderDecoderModel.predict_batch or Inference."""
 
   def __init__(self, training: bool = False):
-    if training:  # As `python -m crosstask.train` does, before JAX starts.
-      from crosstask.runtime import host_memory
-      print(f"host malloc: {host_memory.tune_for_xla_cpu()}", file=sys.stderr, flush=True)
+    # As `python -m crosstask.train` or `crosstask.infer` does, before JAX starts.
+    from crosstask.runtime import host_memory
+    print(f"host malloc: {host_memory.tune_for_xla_cpu(one_arena=training)}", file=sys.stderr,
+          flush=True)
     import jax
     self.jax = jax
 

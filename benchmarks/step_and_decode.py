@@ -65,7 +65,8 @@ def _name(w: dict) -> str:
 def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp: str) -> list[dict]:
   checkpoint = os.path.join(tmp, model)
   # crosstask trains in a process of its own: the train entry point's malloc settings
-  # slow decoding (see benchmarks/README.md), which runs as `crosstask.infer` would.
+  # (one arena) slow decoding (see benchmarks/README.md), which runs with those of
+  # `crosstask.infer`.
   hf = harness.Worker("hf", threads)
   trains = harness.Worker("crosstask", threads, training=True)
   decodes = harness.Worker("crosstask", threads)

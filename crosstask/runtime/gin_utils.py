@@ -171,11 +171,13 @@ def write_operative_config(model_dir: str) -> None:
 
 
 def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
-             tune_host_malloc: bool = False) -> None:
+             host_malloc: str | None = None) -> None:
   """Entry-point body: parse the command line, apply side flags, call `fn` via gin.
 
-  `tune_host_malloc` (the train entry point's): glibc malloc settings for XLA:CPU's
-  step temporaries, made before JAX starts (see `host_memory`).
+  `host_malloc`: glibc malloc settings for XLA:CPU's temporaries, made before JAX
+  starts (see `host_memory`): 'train' (one arena) or 'infer' (glibc's arenas: decoding,
+  scoring, embedding);
+  None leaves glibc's defaults.
   """
   argv = sys.argv[1:] if argv is None else list(argv)
   if not argv or argv[0] in ('-h', '--help', 'help'):
@@ -187,10 +189,13 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   tfds_data_dir = other.pop('tfds_data_dir', None)
   if other:
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
-  if tune_host_malloc:
+  if host_malloc not in (None, 'train', 'infer'):
+    raise ValueError(f"host_malloc={host_malloc!r}: expected 'train', 'infer' or None")
+  if host_malloc:
     from crosstask.runtime import host_memory  # Before TF's or JAX's threads first allocate.
     try:
-      logging.info('host malloc: %s', host_memory.tune_for_xla_cpu())
+      logging.info('host malloc: %s',
+                   host_memory.tune_for_xla_cpu(one_arena=host_malloc == 'train'))
     except ValueError as e:  # A bad $CROSSTASK_MALLOC.
       raise SystemExit(f'ERROR: {e}') from e
   if tfds_data_dir is not None:

@@ -10,11 +10,17 @@ In alternating runs the small step ran 1.26x and 1.48x faster at 8 x 256/64 (sam
 peak RSS) and 1.37x at 8 x 512/64 (see benchmarks/README.md).
 
 The settings must be made before JAX's threads first allocate (each thread takes
-its own arena then), so `python -m crosstask.train` (and the demo) call
-`tune_for_xla_cpu` first thing; a program that trains with the runtime as a library
-can do the same before its first JAX computation. Only training is tuned:
+its own arena then), so the entry points (and the demo) call `tune_for_xla_cpu`
+first thing; a program that uses the runtime as a library can do the same before
+its first JAX computation. The costs:
 - one arena slows decoding, whose threads make many small allocations a step (tiny
-  greedy b8 took 0.184 s against 0.137 s), so infer and eval keep glibc's defaults;
+  greedy b8 took 0.184 s against 0.137 s). So infer, eval and the embedding jobs
+  (`one_arena=False`) keep glibc's arenas and take only the other two settings.
+  A block that fits in a thread's heap (at most 64 MB) then stays there; glibc
+  still maps and unmaps larger ones from a worker thread every call. The tiny
+  encoder's 53 MB of temporaries at 32 x 256 stopped faulting (200 pages a call
+  against 14,000) and it ran 1.24x faster; tiny greedy b32 1.08x, small beam-4 b8
+  1.05x, tiny greedy b8 the same (benchmarks/README.md);
 - freed memory stays with the process, and one heap fragments (peak RSS at
   8 x 512/64: 6.6 GB against 4.3 GB untuned, HF PyTorch's 7.9 GB).
 """
@@ -50,8 +56,9 @@ def _accelerator_platform() -> str | None:
   return 'tpu' if importlib.util.find_spec('libtpu') else None
 
 
-def tune_for_xla_cpu() -> str:
-  """Sets one arena, no mmap'd blocks and no trimming of the heap; returns what it did.
+def tune_for_xla_cpu(one_arena: bool = True) -> str:
+  """Sets no mmap'd blocks, no trimming of the heap and (training) one arena; returns
+  what it did. `one_arena=False` is the inference entry points' choice (see above).
 
   Skipped (and said why) without glibc, with malloc settings already in
   GLIBC_TUNABLES, when $CROSSTASK_MALLOC is 'system', or when JAX may run on an
@@ -73,12 +80,14 @@ def tune_for_xla_cpu() -> str:
     libc.gnu_get_libc_version  # pylint: disable=pointless-statement  # glibc only
   except (OSError, AttributeError):
     return 'system malloc (not glibc)'
-  settings = ((_M_ARENA_MAX, 1), (_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+  settings = ((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+  if one_arena:
+    settings = ((_M_ARENA_MAX, 1),) + settings
   failed = [param for param, value in settings if libc.mallopt(param, value) != 1]
   if failed:
     logging.warning('mallopt refused parameters %s; malloc left partly tuned', failed)
     return f'partly tuned (mallopt refused {failed})'
-  return 'one arena, no mmap for large blocks, no trimming'
+  return ('one arena, ' if one_arena else '') + 'no mmap for large blocks, no trimming'
 
 
 def release_freed() -> None:

@@ -16,9 +16,10 @@ from crosstask.runtime import host_memory
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-# Runs a jitted function with ~200 MB of temporaries through the entry points' own
-# `gin_utils.run_main` (argv[1]: 'train' as the train entry point calls it, else as
-# infer and eval do), and reports page faults per call and glibc's arena count.
+# Runs a jitted function with n x n float32 inputs (temporaries: ~200 MB at n=4096,
+# ~50 MB at 2048) through the entry points' own `gin_utils.run_main` (argv[1]:
+# 'train' or 'infer' as those entry points call it; argv[2]: n), and reports page
+# faults per call and glibc's arena count.
 _JOB = r"""
 import ctypes, json, os, re, resource, sys, tempfile
 from crosstask.runtime import gin_utils
@@ -38,7 +39,8 @@ def arenas():
 def job():
   import jax, jax.numpy as jnp
   f = jax.jit(lambda x: (jnp.cumsum(jnp.sin(x), 0) * jnp.cumsum(jnp.cos(x), 1)).sum())
-  x = jnp.arange(4096 * 4096, dtype=jnp.float32).reshape(4096, 4096) * 1e-3
+  n = int(sys.argv[2])
+  x = jnp.arange(n * n, dtype=jnp.float32).reshape(n, n) * 1e-3
   temps = f.lower(x).compile().memory_analysis().temp_size_in_bytes
   for _ in range(2):
     f(x).block_until_ready()
@@ -50,32 +52,37 @@ def job():
   print(json.dumps({'faults': faults, 'temp_pages': temps / 4096, 'arenas': arenas()}))
 
 gin_utils.run_main(job, ['--gin_search_paths=' + tempfile.gettempdir()],
-                   tune_host_malloc=sys.argv[1] == 'train')
+                   host_malloc=sys.argv[1])
 """
 
 
-def _run_job(entry_point: str) -> dict:
+def _run_job(entry_point: str, n: int = 4096, **env_vars: str) -> dict:
   env = {k: v for k, v in os.environ.items()
          if k not in ('GLIBC_TUNABLES', 'JAX_PLATFORMS', host_memory.ENV)}
-  env['JAX_PLATFORMS'] = 'cpu'
-  out = subprocess.run([sys.executable, '-c', _JOB, entry_point], cwd=REPO, env=env,
+  env.update(JAX_PLATFORMS='cpu', **env_vars)
+  out = subprocess.run([sys.executable, '-c', _JOB, entry_point, str(n)], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=600)
   assert out.returncode == 0, out.stderr[-3000:]
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='glibc malloc settings')
-def test_train_entry_point_keeps_step_temporaries_in_one_arena_without_page_faults():
-  tuned, system = _run_job('train'), _run_job('infer')
-  pages = tuned['temp_pages']
-  assert pages > 40_000  # ~200 MB of temporaries a call
-  # glibc's defaults (infer, eval): a fresh mmap per call, so every call faults its
-  # temporaries in anew.
-  assert min(system['faults']) > 0.5 * pages, system
-  # Tuned, the heap stops growing once it holds a call's temporaries (the first calls
-  # after warm-up may still extend it, depending on how the threads' blocks interleave).
-  assert min(tuned['faults']) < 0.02 * pages, tuned
-  assert tuned['arenas'] == 1 and system['arenas'] > 1, (tuned, system)
+def test_entry_points_keep_temporaries_in_the_heap_without_page_faults():
+  system = {n: _run_job('infer', n, **{host_memory.ENV: 'system'}) for n in (2048, 4096)}
+  train, infer = _run_job('train'), {n: _run_job('infer', n) for n in (2048, 4096)}
+  # glibc's defaults: a fresh mmap per call for blocks over 32 MB, so every call
+  # faults its temporaries in anew.
+  for n, run in system.items():
+    assert run['temp_pages'] > 8192  # over 32 MB of temporaries a call
+    assert min(run['faults']) > 0.5 * run['temp_pages'], (n, run)
+  # Training (one arena): the heap stops growing once it holds a call's temporaries
+  # (the first calls after warm-up may still extend it).
+  assert min(train['faults']) < 0.02 * train['temp_pages'], train
+  # Inference keeps an arena per thread: a block that fits in a thread's heap (at most
+  # 64 MB) stays there; a larger one glibc still maps and unmaps every call.
+  assert min(infer[2048]['faults']) < 0.02 * infer[2048]['temp_pages'], infer
+  assert min(infer[4096]['faults']) > 0.5 * infer[4096]['temp_pages'], infer
+  assert train['arenas'] == 1 and infer[2048]['arenas'] > 1, (train, infer)
 
 
 @pytest.mark.parametrize('env, said', [
@@ -102,4 +109,22 @@ def test_entry_point_stops_on_an_unknown_setting(monkeypatch):
   monkeypatch.setenv(host_memory.ENV, 'jemalloc')
   with pytest.raises(SystemExit, match=r"ERROR: \$CROSSTASK_MALLOC='jemalloc'"):
     gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], what='test',
-                       tune_host_malloc=True)
+                       host_malloc='infer')
+
+
+def test_each_entry_point_asks_for_its_malloc_settings(monkeypatch):
+  import importlib
+  from crosstask.runtime import gin_utils
+  asked = {}
+  monkeypatch.setattr(gin_utils, 'run_main',
+                      lambda fn, *a, host_malloc=None, **k: asked.update({fn.__name__: host_malloc}))
+  for module in ('train', 'infer', 'eval.__main__', 'embed', 'relevance'):
+    importlib.import_module(f'crosstask.{module}').main()
+  assert asked == {'train': 'train', 'infer': 'infer', 'evaluate': 'infer', 'embed': 'infer',
+                   'rank': 'infer'}
+
+
+def test_an_unknown_malloc_choice_is_refused():
+  from crosstask.runtime import gin_utils
+  with pytest.raises(ValueError, match="host_malloc='one_arena'"):
+    gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], host_malloc='one_arena')
