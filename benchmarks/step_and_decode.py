@@ -7,9 +7,9 @@ Decoding: 256 input tokens, up to 32 new ones, greedy and beam 4 (HF's length
 penalty 1.0 / early_stopping False on both sides), batch 8 and 32, through
 EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
 for token (checked and recorded). Greedy b32 and beam-4 b8 also run through the
-runtime's Inference (as `crosstask.infer` and evaluation decode). The encoder alone (batch 8 and 32 x 256, no
-goal, compiled as decoding compiles it) shows how much of decoding is the
-encoder's batched matmuls. Each framework runs in its own process, timed
+runtime's Inference (as `crosstask.infer` and evaluation decode). The encoder
+alone (batch 8 and 32 x 256, no goal, compiled as decoding compiles it) shows how
+much of decoding is the encoder's batched matmuls. Each framework runs in its own process, timed
 repetitions alternate between them after a warm-up (see harness.py).
 
     python benchmarks/step_and_decode.py [--quick] [--models tiny,small] [--reps 5]
@@ -59,7 +59,8 @@ def model_gflop(model: str, w: dict) -> float:
 
 
 def _name(w: dict) -> str:
-  return f"{w['kind']} b{w['batch']}" + (" via Inference" if w.get("path") == "inference" else "")
+  via = " via Inference" if w.get("path") == "inference" else ""
+  return f"{w['kind']} b{w['batch']}{via}"
 
 
 def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp: str) -> list[dict]:

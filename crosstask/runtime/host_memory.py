@@ -16,10 +16,10 @@ its first JAX computation. The costs:
 - one arena slows decoding, whose threads make many small allocations a step (tiny
   greedy b8 took 0.184 s against 0.137 s). So infer, eval and the embedding jobs
   (`one_arena=False`) keep glibc's arenas and take only the other two settings.
-  A block that fits in a thread's heap (at most 64 MB) then stays there; glibc
-  still maps and unmaps larger ones from a worker thread every call. The tiny
-  encoder's 53 MB of temporaries at 32 x 256 stopped faulting (200 pages a call
-  against 14,000) and it ran 1.24x faster; tiny greedy b32 1.08x, small beam-4 b8
+  A block that fits in a thread's heap (at most 64 MB) then stays in the heap of the
+  thread that served it; glibc still maps and unmaps larger ones from a worker
+  thread every call. The tiny encoder's 53 MB of temporaries at 32 x 256 stopped
+  faulting (200 pages a call against 14,000) and it ran 1.24x faster; tiny greedy b32 1.08x, small beam-4 b8
   1.05x, tiny greedy b8 the same (benchmarks/README.md);
 - freed memory stays with the process, and one heap fragments (peak RSS at
   8 x 512/64: 6.6 GB against 4.3 GB untuned, HF PyTorch's 7.9 GB).
