@@ -17,8 +17,9 @@ its first JAX computation. The costs:
   greedy b8 took 0.184 s against 0.137 s). So infer, eval and the embedding jobs
   (`one_arena=False`) keep glibc's arenas and take only the other two settings.
   A block that fits in a thread's heap (at most 64 MB) then stays in the heap of the
-  thread that served it; glibc still maps and unmaps larger ones from a worker
-  thread every call. The tiny encoder's 53 MB of temporaries at 32 x 256 stopped
+  thread that served it; a larger one is still mapped anew when the thread that
+  allocates it has an arena of its own (the small encoder's 114 MB at 32 x 256:
+  29,000 faults a call). The tiny encoder's 53 MB of temporaries at 32 x 256 stopped
   faulting (200 pages a call against 14,000) and it ran 1.24x faster; tiny greedy b32 1.08x, small beam-4 b8
   1.05x, tiny greedy b8 the same (benchmarks/README.md);
 - freed memory stays with the process, and one heap fragments (peak RSS at

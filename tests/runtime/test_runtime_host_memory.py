@@ -69,7 +69,7 @@ def _run_job(entry_point: str, n: int = 4096, **env_vars: str) -> dict:
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='glibc malloc settings')
 def test_entry_points_keep_temporaries_in_the_heap_without_page_faults():
   system = {n: _run_job('infer', n, **{host_memory.ENV: 'system'}) for n in (2048, 4096)}
-  train, infer = _run_job('train'), {n: _run_job('infer', n) for n in (2048, 4096)}
+  train, infer = _run_job('train'), _run_job('infer', 2048)
   # glibc's defaults: a fresh mmap per call for blocks over 32 MB, so every call
   # faults its temporaries in anew.
   for n, run in system.items():
@@ -80,11 +80,11 @@ def test_entry_points_keep_temporaries_in_the_heap_without_page_faults():
   assert min(train['faults']) < 0.02 * train['temp_pages'], train
   # Inference keeps an arena per thread: a block that fits in a thread's heap (at most
   # 64 MB) stays in the heap of the thread that served it (alone, ~0 faults a call;
-  # with the test suite running beside it, about a third of the pages, as the block
-  # moves between threads); a larger one glibc still maps and unmaps every call.
-  assert min(infer[2048]['faults']) < 0.5 * min(system[2048]['faults']), (infer, system)
-  assert min(infer[4096]['faults']) > 0.5 * infer[4096]['temp_pages'], infer
-  assert train['arenas'] == 1 and infer[2048]['arenas'] > 1, (train, infer)
+  # with the test suite running beside it, up to a third of the pages, as the block
+  # moves between threads). Larger blocks depend on which arena the allocating thread
+  # has (a thread with its own maps them anew), so they are not asserted here.
+  assert min(infer['faults']) < 0.5 * min(system[2048]['faults']), (infer, system)
+  assert train['arenas'] == 1 and infer['arenas'] > 1, (train, infer)
 
 
 @pytest.mark.parametrize('env, said', [
