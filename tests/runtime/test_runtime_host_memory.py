@@ -83,7 +83,7 @@ def test_entry_points_keep_temporaries_in_the_heap_without_page_faults():
   # with the test suite running beside it, up to a third of the pages, as the block
   # moves between threads). Larger blocks depend on which arena the allocating thread
   # has (a thread with its own maps them anew), so they are not asserted here.
-  assert min(infer['faults']) < 0.5 * min(system[2048]['faults']), (infer, system)
+  assert min(infer['faults']) < 0.75 * min(system[2048]['faults']), (infer, system)
   assert train['arenas'] == 1 and infer['arenas'] > 1, (train, infer)
 
 
