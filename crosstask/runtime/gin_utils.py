@@ -175,9 +175,8 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   """Entry-point body: parse the command line, apply side flags, call `fn` via gin.
 
   `host_malloc`: glibc malloc settings for XLA:CPU's temporaries, made before JAX
-  starts (see `host_memory`): 'train' (one arena) or 'infer' (glibc's arenas: decoding,
-  scoring, embedding);
-  None leaves glibc's defaults.
+  starts (see `host_memory`): 'train' (one arena) or 'infer' (glibc's arenas, for
+  decoding, scoring and embedding); None leaves glibc's defaults.
   """
   argv = sys.argv[1:] if argv is None else list(argv)
   if not argv or argv[0] in ('-h', '--help', 'help'):
