@@ -9,8 +9,8 @@ EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
 for token (checked and recorded). Greedy b32 and beam-4 b8 also run through the
 runtime's Inference (as `crosstask.infer` and evaluation decode). The encoder
 alone (batch 8 and 32 x 256, no goal, compiled as decoding compiles it) shows how
-much of decoding is the encoder's batched matmuls. Each framework runs in its own process, timed
-repetitions alternate between them after a warm-up (see harness.py).
+much of decoding is the encoder's batched matmuls. Each framework runs in its own
+process, timed repetitions alternate between them after a warm-up (see harness.py).
 
     python benchmarks/step_and_decode.py [--quick] [--models tiny,small] [--reps 5]
 """

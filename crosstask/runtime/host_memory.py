@@ -20,8 +20,8 @@ its first JAX computation. The costs:
   thread that served it; a larger one is still mapped anew when the thread that
   allocates it has an arena of its own (the small encoder's 114 MB at 32 x 256:
   29,000 faults a call). The tiny encoder's 53 MB of temporaries at 32 x 256 stopped
-  faulting (200 pages a call against 14,000) and it ran 1.24x faster; tiny greedy b32 1.08x, small beam-4 b8
-  1.05x, tiny greedy b8 the same (benchmarks/README.md);
+  faulting (200 pages a call against 14,000) and it ran 1.24x faster; tiny greedy
+  b32 1.08x, small beam-4 b8 1.05x, tiny greedy b8 the same (benchmarks/README.md);
 - freed memory stays with the process, and one heap fragments (peak RSS at
   8 x 512/64: 6.6 GB against 4.3 GB untuned, HF PyTorch's 7.9 GB).
 """
