@@ -24,13 +24,20 @@ Batch = Mapping[str, jax.Array]
 # decode_fn arguments the model fills in itself; decoder_params may not name them.
 _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
                            "decode_rng", "num_decodes"})
-# Decoding's XLA options on CPU, unless `predict_compiler_options` says otherwise:
-# no YNNPACK fusions for the encoder, and for the decoding loop below
+# Decoding's XLA options on CPU, unless `predict_compiler_options` says otherwise.
+# Every part: XLA:CPU's tree-reduction rewrite off. It splits each reduction over more
+# than 32 values (the RMS norms' d_model, the softmaxes' keys) into a reduce-window and
+# a reduce, two ops no fusion takes, so the encoder wrote each norm's squares and read
+# each [b, h, q, k] score tensor in passes of their own (33 such ops in the T5 small
+# encoder). Without it small greedy b32 decoded 1.07x faster and beam-4 b8 1.08x,
+# other sizes 1.01-1.07x, with the same tokens (benchmarks/README.md).
+CPU_WHOLE_REDUCTIONS = {"xla_disable_hlo_passes": "tree_reduction_rewriter"}
+# No YNNPACK fusions: for the encoder, and for the decoding loop below
 # CPU_WIDE_DECODE_ROWS rows a step on a CPU without AVX-512. On an AVX2 EPYC greedy
 # and beam-4 ran 4-32% faster without them, with the same tokens; on an AVX-512 one
 # the loop ran faster with them at every width tried (8-128 rows) while the encoder
 # at batch 32 ran 1.3-1.7x slower (benchmarks/README.md). Training keeps them.
-CPU_PREDICT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+CPU_NO_YNN_FUSIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 # From this many rows a step (batch x num_decodes) on, XLA's default CPU options
 # (YNNPACK fusions included) won on the AVX2 machine too: 1.17x and 1.07x on small
 # beam-4 b32 (128 rows) in two A/B runs, 0.83-0.97x at 32 rows (benchmarks/README.md).
@@ -87,11 +94,14 @@ class EncoderDecoderModel:
       raise ValueError(f"part={part!r}: expected one of {PREDICT_PARTS}")
     if self.predict_compiler_options is not None:
       return dict(self.predict_compiler_options)
-    if platform != "cpu" or not _xla_accepts(tuple(CPU_PREDICT_COMPILER_OPTIONS.items())):
+    if platform != "cpu":
       return {}
-    if part == "loop" and (_cpu_has_avx512() or rows >= CPU_WIDE_DECODE_ROWS):
-      return {}
-    return dict(CPU_PREDICT_COMPILER_OPTIONS)
+    chosen = [CPU_WHOLE_REDUCTIONS]
+    if part == "encoder" or not (_cpu_has_avx512() or rows >= CPU_WIDE_DECODE_ROWS):
+      chosen.append(CPU_NO_YNN_FUSIONS)
+    # Each set only where this jaxlib's XLA knows it (a renamed flag must not break decoding).
+    return {k: v for options in chosen if _xla_accepts(tuple(options.items()))
+            for k, v in options.items()}
 
   def _predict_jit(self, rows: int, part: str) -> Callable:
     """predict_batch's 'encoder' or 'loop' program, jitted with the default backend's

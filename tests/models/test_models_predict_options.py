@@ -60,9 +60,18 @@ def _compiled_parts(model, params, batch, num_decodes=1, decoder_items=()):
   return encoder.lower(params, batch).compile(), loop
 
 
-_NO_YNN = (model_lib.CPU_PREDICT_COMPILER_OPTIONS
-           if model_lib._xla_accepts(tuple(model_lib.CPU_PREDICT_COMPILER_OPTIONS.items()))
-           else {})
+def _if_known(options: dict) -> dict:
+  return options if model_lib._xla_accepts(tuple(options.items())) else {}
+
+
+# The CPU defaults: every program keeps reductions whole; the encoder (and the loop
+# where YNNPACK does not win) also gets no YNNPACK fusions.
+_WHOLE = _if_known(model_lib.CPU_WHOLE_REDUCTIONS)
+_NO_YNN = {**_WHOLE, **_if_known(model_lib.CPU_NO_YNN_FUSIONS)}
+
+
+def _reduce_windows(compiled) -> int:
+  return compiled.as_text().count(" reduce-window(")
 
 
 @pytest.mark.parametrize("avx512", [False, True])
@@ -82,12 +91,14 @@ def test_default_options_by_platform_part_and_cpu_and_an_explicit_choice_wins(
   # The encoder: never YNNPACK fusions on CPU.
   assert default.compiler_options_for_predict("cpu", 1, "encoder") == _NO_YNN
   assert default.compiler_options_for_predict("cpu", 10**4, "encoder") == _NO_YNN
-  # The loop: XLA's defaults on an AVX-512 CPU; elsewhere no YNNPACK fusions below
-  # `wide` rows a step and XLA's defaults from there on.
-  assert default.compiler_options_for_predict("cpu", 8, "loop") == ({} if avx512 else _NO_YNN)
+  # The loop: YNNPACK fusions on an AVX-512 CPU; elsewhere none below `wide` rows a
+  # step and XLA's from there on. Reductions stay whole in both.
+  assert default.compiler_options_for_predict("cpu", 8, "loop") == (
+      _WHOLE if avx512 else _NO_YNN)
   assert default.compiler_options_for_predict("cpu", wide - 1, "loop") == (
-      {} if avx512 else _NO_YNN)
-  assert default.compiler_options_for_predict("cpu", wide, "loop") == {}
+      _WHOLE if avx512 else _NO_YNN)
+  assert default.compiler_options_for_predict("cpu", wide, "loop") == _WHOLE
+  assert _WHOLE and _NO_YNN != _WHOLE  # this jaxlib knows both option sets
   with pytest.raises(ValueError, match="part='decoder'"):
     default.compiler_options_for_predict("cpu", 8, "decoder")
   with pytest.raises(ValueError, match="part='whole'"):
@@ -122,6 +133,19 @@ def test_cpu_defaults_reach_both_programs_and_decode_the_same(params, monkeypatc
   assert fusions["default"][0] == 0 < fusions["xla"][0]
   assert fusions["xla"][1] > 0
   assert (fusions["default"][1] > 0) == avx512
+  # XLA splits the RMS norms' reductions over d_model = 64 in two (a reduce-window,
+  # then a reduce) where no YNNPACK fusion takes them: in the encoder compiled with no
+  # YNNPACK fusions alone, and in the loop with XLA's defaults. Ours keep them whole.
+  no_ynn_only = _model(beam, predict_compiler_options=_if_known(model_lib.CPU_NO_YNN_FUSIONS))
+  split = {name: [_reduce_windows(c) for c in _compiled_parts(
+               model, params, batch, num_decodes,
+               tuple(sorted(model.default_decoder_params.items())))]
+           for name, model in (("default", runs["default"][2]), ("xla", runs["xla"][2]),
+                               ("no_ynn_only", no_ynn_only))}
+  assert split["default"] == [0, 0]
+  assert split["no_ynn_only"][0] > 0 and split["xla"][1] > 0
+  tokens = no_ynn_only.predict_batch(params, batch, num_decodes=num_decodes)
+  np.testing.assert_array_equal(np.asarray(tokens), runs["default"][0])
   np.testing.assert_array_equal(runs["default"][0], runs["xla"][0])
   assert (runs["default"][0] > 1).sum() > 8 * 4  # real decodes, not EOS at once
   np.testing.assert_allclose(runs["default"][1], runs["xla"][1], rtol=1e-5, atol=1e-5)
@@ -201,15 +225,15 @@ def test_wrong_option_names_the_binding_in_both_decoding_jits(params):
 
 @on_cpu
 def test_many_rows_a_step_decode_with_xla_defaults_and_the_same_tokens(params):
-  # 32 examples x beam 4 = 128 rows a step: the model compiles with XLA's defaults
-  # (YNNPACK fusions), the runtime's Inference too, and the beams equal those
-  # decoded without YNNPACK fusions.
+  # 32 examples x beam 4 = 128 rows a step: the model compiles the loop with YNNPACK
+  # fusions, the runtime's Inference too, and the beams equal those decoded without.
   batch = _batch(32)
   model = _model(True)
-  narrow = _model(True, predict_compiler_options=model_lib.CPU_PREDICT_COMPILER_OPTIONS)
+  narrow = _model(True, predict_compiler_options=_NO_YNN)
   tokens, aux = model.predict_batch_with_aux(params, batch, num_decodes=4)
   want, want_aux = narrow.predict_batch_with_aux(params, batch, num_decodes=4)
-  assert list(model._predict_jits) == [("encoder",) + tuple(sorted(_NO_YNN.items())), ("loop",)]
+  assert list(model._predict_jits) == [("encoder",) + tuple(sorted(_NO_YNN.items())),
+                                       ("loop",) + tuple(sorted(_WHOLE.items()))]
   _, loop = _compiled_parts(model, params, batch, 4, (("alpha", 1.0),))
   assert _ynn_fusions(loop) > 0
   np.testing.assert_array_equal(np.asarray(tokens), np.asarray(want))
@@ -217,4 +241,4 @@ def test_many_rows_a_step_decode_with_xla_defaults_and_the_same_tokens(params):
   np.testing.assert_allclose(np.asarray(aux["scores"]), np.asarray(want_aux["scores"]),
                              rtol=1e-5)
   assert _runner(model, params, batch_size=32, num_decodes=4)._predict_options == {
-      "encoder": _NO_YNN, "loop": {}}
+      "encoder": _NO_YNN, "loop": _WHOLE}
