@@ -124,24 +124,21 @@ def test_cpu_defaults_reach_both_programs_and_decode_the_same(params, monkeypatc
     for part in ("encoder", "loop"):  # the top-level jits with the options ran
       assert model._predict_jit(8 * num_decodes, part)._cache_size() == 1
     runs[name] = (np.asarray(tokens), np.asarray(aux["scores"]), model)
+  no_ynn_only = _model(beam, predict_compiler_options=_if_known(model_lib.CPU_NO_YNN_FUSIONS))
+  models = {"default": runs["default"][2], "xla": runs["xla"][2], "no_ynn_only": no_ynn_only}
+  compiled = {name: _compiled_parts(model, params, batch, num_decodes,
+                                    tuple(sorted(model.default_decoder_params.items())))
+              for name, model in models.items()}
   # The options reach XLA: XLA's own defaults fuse some ops for YNNPACK; ours none in
   # the encoder, and none in the loop unless the CPU has AVX-512.
-  fusions = {name: [_ynn_fusions(c) for c in _compiled_parts(
-                 model, params, batch, num_decodes,
-                 tuple(sorted(model.default_decoder_params.items())))]
-             for name, (_, _, model) in runs.items()}
+  fusions = {name: [_ynn_fusions(c) for c in parts] for name, parts in compiled.items()}
   assert fusions["default"][0] == 0 < fusions["xla"][0]
   assert fusions["xla"][1] > 0
   assert (fusions["default"][1] > 0) == avx512
   # XLA splits the RMS norms' reductions over d_model = 64 in two (a reduce-window,
   # then a reduce) where no YNNPACK fusion takes them: in the encoder compiled with no
   # YNNPACK fusions alone, and in the loop with XLA's defaults. Ours keep them whole.
-  no_ynn_only = _model(beam, predict_compiler_options=_if_known(model_lib.CPU_NO_YNN_FUSIONS))
-  split = {name: [_reduce_windows(c) for c in _compiled_parts(
-               model, params, batch, num_decodes,
-               tuple(sorted(model.default_decoder_params.items())))]
-           for name, model in (("default", runs["default"][2]), ("xla", runs["xla"][2]),
-                               ("no_ynn_only", no_ynn_only))}
+  split = {name: [_reduce_windows(c) for c in parts] for name, parts in compiled.items()}
   assert split["default"] == [0, 0]
   assert split["no_ynn_only"][0] > 0 and split["xla"][1] > 0
   tokens = no_ynn_only.predict_batch(params, batch, num_decodes=num_decodes)
@@ -224,7 +221,7 @@ def test_wrong_option_names_the_binding_in_both_decoding_jits(params):
 
 
 @on_cpu
-def test_many_rows_a_step_decode_with_xla_defaults_and_the_same_tokens(params):
+def test_many_rows_a_step_decode_with_ynnpack_fusions_and_the_same_tokens(params):
   # 32 examples x beam 4 = 128 rows a step: the model compiles the loop with YNNPACK
   # fusions, the runtime's Inference too, and the beams equal those decoded without.
   batch = _batch(32)
