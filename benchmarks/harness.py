@@ -101,12 +101,16 @@ def machine(threads: int) -> dict[str, Any]:
           "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
-def summary(seconds: Sequence[float], units: float) -> dict[str, float]:
-  """Median / min / max of the repetitions, as seconds and as units per second."""
+def summary(seconds: Sequence[float], units: float) -> dict[str, Any]:
+  """Median / min / max of the repetitions, as seconds and as units per second.
+
+  Each repetition's seconds are kept too, in the order they ran, so an outlier can be
+  told from a slow machine.
+  """
   med = statistics.median(seconds)
   return {"reps": len(seconds), "median_s": med, "min_s": min(seconds), "max_s": max(seconds),
           "per_s_median": units / med, "per_s_best": units / min(seconds),
-          "per_s_worst": units / max(seconds)}
+          "per_s_worst": units / max(seconds), "seconds": [round(s, 4) for s in seconds]}
 
 
 class Worker:

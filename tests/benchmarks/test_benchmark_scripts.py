@@ -79,6 +79,7 @@ def test_alternate_flips_the_order_every_round():
   assert times == {"a": [1.0, 4.0, 5.0], "b": [2.0, 3.0, 6.0]}
   s = harness.summary([3.0, 1.0, 2.0], units=6)
   assert (s["median_s"], s["min_s"], s["max_s"], s["per_s_median"]) == (2.0, 1.0, 3.0, 3.0)
+  assert s["seconds"] == [3.0, 1.0, 2.0]  # each repetition, in the order it ran
 
 
 def test_loop_free_bound_is_hf_decoding_over_our_encoder():
