@@ -9,8 +9,9 @@ EncoderDecoderModel.predict_batch vs `generate`; the outputs must agree token
 for token (checked and recorded). Greedy b32 and beam-4 b8 also run through the
 runtime's Inference (as `crosstask.infer` and evaluation decode). The encoder
 alone (batch 8 and 32 x 256, no goal, compiled as decoding compiles it) shows how
-much of decoding is the encoder's batched matmuls. Each framework runs in its own
-process, timed repetitions alternate between them after a warm-up (see harness.py).
+much of decoding is the encoder's batched matmuls. Each workload gets a fresh
+process per framework; timed repetitions alternate between the two after a warm-up
+(see harness.py).
 
     python benchmarks/step_and_decode.py [--quick] [--models tiny,small] [--reps 5]
 """
@@ -65,17 +66,20 @@ def _name(w: dict) -> str:
 
 def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp: str) -> list[dict]:
   checkpoint = os.path.join(tmp, model)
-  # crosstask trains in a process of its own: the train entry point's malloc settings
-  # (one arena) slow decoding (see benchmarks/README.md), which runs with those of
-  # `crosstask.infer`.
-  hf = harness.Worker("hf", threads)
-  trains = harness.Worker("crosstask", threads, training=True)
-  decodes = harness.Worker("crosstask", threads)
-  rows = []
+  maker = harness.Worker("hf", threads)
   try:
-    params = hf.call("save_checkpoint", model=model, dir=checkpoint)["params"]
-    for w in workloads:
-      ours = trains if w["kind"] == "train" else decodes
+    params = maker.call("save_checkpoint", model=model, dir=checkpoint)["params"]
+  finally:
+    maker.close()
+  rows = []
+  for w in workloads:
+    # A fresh pair of processes for every workload, so no row depends on what ran
+    # before it: HF's generate ran 1.23x faster in the process that had run its
+    # training step (benchmarks/README.md). crosstask's worker makes the malloc
+    # settings of the entry point that runs the workload (train or infer).
+    ours = harness.Worker("crosstask", threads, training=w["kind"] == "train")
+    hf = harness.Worker("hf", threads)
+    try:
       outputs = {s.framework: s.call("setup", workload=w, checkpoint=checkpoint)["output"]
                  for s in (ours, hf)}
       times = harness.alternate([ours, hf], reps)
@@ -103,8 +107,8 @@ def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp:
             f"HF {row['hf']['per_s_median']:.0f} tokens/s, ratio {row['ratio']:.2f}"
             + (f", outputs equal: {row['outputs_equal']}" if "outputs_equal" in row else ""),
             flush=True)
-  finally:
-    trains.close(), decodes.close(), hf.close()
+    finally:
+      ours.close(), hf.close()
   add_loop_free_bounds(rows)
   return rows
 
@@ -163,6 +167,7 @@ def main(argv=None) -> int:
             f" HF {r['max_rss_mb']['hf']:.0f} MB")
   harness.write("step_and_decode", {
       "setup": {"dtype": "float32", "optimizer": "adamw", "dropout": 0.0, "reps": args.reps,
+                "processes": "a fresh pair (crosstask, HF) per workload",
                 "cpu_peak_gflop_per_s": peak,
                 "quick": args.quick, "vocab": 32128, "threads": args.threads},
       "results": rows, "total_seconds": timer.seconds}, args.threads, start_load, args.out)
