@@ -23,9 +23,10 @@ its first JAX computation. The costs:
   faulting (200 pages a call against 14,000) and it ran 1.24x faster; tiny greedy
   b32 1.08x, small beam-4 b8 1.05x, tiny greedy b8 the same (benchmarks/README.md);
 - freed memory stays with the process, and one heap fragments (peak RSS at
-  8 x 512/64: 6.6 GB against 4.3 GB untuned, HF PyTorch's 7.9 GB). At 8 x 256/64
-  the heap took one more block of step temporaries at some step of 20 and held
-  it: 4.0 GB against 2.8 GB untuned and HF's 3.0 GB.
+  8 x 512/64: 6.6 GB against 4.3 GB untuned, HF PyTorch's 7.9 GB). Training also
+  executes on the calling thread: with async dispatch the heap at 8 x 256/64 took
+  one more block of step temporaries at some step of 20 and held it (4.0 GB against
+  2.85 GB; see _dispatch_on_the_calling_thread).
 """
 
 import ctypes
@@ -60,8 +61,9 @@ def _accelerator_platform() -> str | None:
 
 
 def tune_for_xla_cpu(one_arena: bool = True) -> str:
-  """Sets no mmap'd blocks, no trimming of the heap and (training) one arena; returns
-  what it did. `one_arena=False` is the inference entry points' choice (see above).
+  """Sets no mmap'd blocks, no trimming of the heap and (training) one arena with
+  synchronous CPU dispatch; returns what it did. `one_arena=False` is the inference
+  entry points' choice (see above).
 
   Skipped (and said why) without glibc, with malloc settings already in
   GLIBC_TUNABLES, when $CROSSTASK_MALLOC is 'system', or when JAX may run on an
@@ -90,7 +92,23 @@ def tune_for_xla_cpu(one_arena: bool = True) -> str:
   if failed:
     logging.warning('mallopt refused parameters %s; malloc left partly tuned', failed)
     return f'partly tuned (mallopt refused {failed})'
-  return ('one arena, ' if one_arena else '') + 'no mmap for large blocks, no trimming'
+  if one_arena:
+    _dispatch_on_the_calling_thread()
+    return 'one arena, no mmap for large blocks, no trimming, synchronous CPU dispatch'
+  return 'no mmap for large blocks, no trimming'
+
+
+def _dispatch_on_the_calling_thread() -> None:
+  """Each step's temporaries are freed before the next step allocates its own.
+
+  With async dispatch, the next step's block was sometimes allocated before the
+  last one was freed, and the one heap then kept both: the T5 small step at
+  8 x 256/64 held 4.0 GB instead of 2.85 GB from some step on. Executed on the
+  calling thread it stayed at 2.86-2.87 GB over 25 steps, and the step took about
+  as long (benchmarks/README.md). Set before JAX creates its CPU client.
+  """
+  import jax  # pylint: disable=import-outside-toplevel  # importing starts no backend
+  jax.config.update('jax_cpu_enable_async_dispatch', False)
 
 
 def release_freed() -> None:

@@ -49,7 +49,8 @@ def job():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     f(x).block_until_ready()
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-  print(json.dumps({'faults': faults, 'temp_pages': temps / 4096, 'arenas': arenas()}))
+  print(json.dumps({'faults': faults, 'temp_pages': temps / 4096, 'arenas': arenas(),
+                    'async_dispatch': jax.config.values['jax_cpu_enable_async_dispatch']}))
 
 gin_utils.run_main(job, ['--gin_search_paths=' + tempfile.gettempdir()],
                    host_malloc=sys.argv[1])
@@ -85,6 +86,11 @@ def test_entry_points_keep_temporaries_in_the_heap_without_page_faults():
   # has (a thread with its own maps them anew), so they are not asserted here.
   assert min(infer['faults']) < 0.75 * min(system[2048]['faults']), (infer, system)
   assert train['arenas'] == 1 and infer['arenas'] > 1, (train, infer)
+  # Training executes on the calling thread, so a step's temporaries are freed before
+  # the next step allocates (the one heap kept both otherwise); inference keeps JAX's
+  # async dispatch.
+  assert train['async_dispatch'] is False and infer['async_dispatch'] is True, (train, infer)
+  assert system[2048]['async_dispatch'] is True
 
 
 @pytest.mark.parametrize('env, said', [
