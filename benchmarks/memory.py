@@ -54,8 +54,9 @@ def peak_rss(threads: int, steps: int, variants: dict[str, dict]
         by_step[label] = []
         for _ in range(steps):
           w.call("run")
-          by_step[label].append(round(w.call("rss")["max_rss_mb"]))
-        result[label] = w.call("rss")["max_rss_mb"]
+          peak = w.call("rss")["max_rss_mb"]
+          by_step[label].append(round(peak))
+        result[label] = peak
       finally:
         w.close()
   return result, by_step
