@@ -20,6 +20,8 @@ test: $(STAMP)
 
 # All benchmarks (~40 min on 2 cores; BENCH_ARGS=--quick for a smoke run), then the
 # table in benchmarks/README.md.
+# CROSSTASK_OFFICIAL_SCORERS=DIR (the official LOT and CMRC scripts, not shipped) adds
+# the scorer rows; without it they read 'not run'.
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
 
