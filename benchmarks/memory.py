@@ -34,6 +34,12 @@ RSS_VARIANTS = {
 }
 
 
+def _positive_int(text: str) -> int:
+  if not text.isdigit() or int(text) < 1:
+    raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+  return int(text)
+
+
 def peak_rss(threads: int, steps: int, variants: dict[str, dict]
              ) -> tuple[dict[str, float], dict[str, list[float]]]:
   """Peak RSS (MB) per crosstask variant and for HF, each in a fresh process, and the
@@ -129,7 +135,8 @@ def main(argv=None) -> int:
   parser.add_argument("--skip_compiled", action="store_true")
   # The tuned heap (one arena, no trimming) can grow by one block of step temporaries
   # at a later step and then hold (benchmarks/README.md), so the peak is read over 20.
-  parser.add_argument("--steps", type=int, default=20)
+  parser.add_argument("--steps", type=_positive_int, default=20,
+                      help="timed steps whose peak RSS is read (at least 1)")
   parser.add_argument("--threads", type=int, default=harness.default_threads())
   parser.add_argument("--skip_rss", action="store_true")
   parser.add_argument("--out", default=None)
