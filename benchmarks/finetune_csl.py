@@ -134,17 +134,14 @@ def main(argv=None) -> int:
     prepared = prepare(root, lengths, args.batch, args.batches, tmp, args.packer)
     pipeline = pipeline_rate(root, lengths, args.batch, args.pipeline_batches, args.packer)
     checkpoint = os.path.join(tmp, "model")
-    hf = harness.Worker("hf", args.threads)
-    ours = harness.Worker("crosstask", args.threads, training=True)
-    try:
+    with (harness.Worker("hf", args.threads) as hf,
+          harness.Worker("crosstask", args.threads, training=True) as ours):
       hf.call("save_checkpoint", model=args.model, dir=checkpoint, vocab=vocab)
       for w in (ours, hf):
         w.call("setup", checkpoint=checkpoint, workload={
             "kind": "train_batches", "path": prepared["paths"][w.framework],
             "num_batches": args.batches})
       times = harness.alternate([ours, hf], args.reps)
-    finally:
-      ours.close(), hf.close()
   side = {f: harness.summary(times[f], prepared["real_tokens"][f]) for f in ("crosstask", "hf")}
   ratio = side["crosstask"]["per_s_median"] / side["hf"]["per_s_median"]
   step_s = side["crosstask"]["median_s"] / args.batches

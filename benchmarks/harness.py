@@ -135,6 +135,12 @@ class Worker:
       raise RuntimeError(f"{self.framework} worker failed on {op!r}: {reply['error']}")
     return reply
 
+  def __enter__(self) -> "Worker":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()
+
   def close(self) -> None:
     if self.proc.poll() is None:
       try:

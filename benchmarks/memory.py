@@ -45,17 +45,13 @@ def peak_rss(threads: int, steps: int, variants: dict[str, dict]
   """Peak RSS (MB) per crosstask variant and for HF, each in a fresh process, and the
   peak so far after each timed step (a jump shows when a later step grew the heap)."""
   with tempfile.TemporaryDirectory() as tmp:
-    hf = harness.Worker("hf", threads)
-    try:
+    with harness.Worker("hf", threads) as hf:
       hf.call("save_checkpoint", model="small", dir=tmp)
-    finally:
-      hf.close()
     runs = [(f"crosstask:{name}", "crosstask", {**TRAIN, **extra})
             for name, extra in variants.items()] + [("hf", "hf", TRAIN)]
     result, by_step = {}, {}
     for label, framework, workload in runs:  # one at a time: a fresh process each
-      w = harness.Worker(framework, threads, training=True)
-      try:
+      with harness.Worker(framework, threads, training=True) as w:
         w.call("setup", workload=workload, checkpoint=tmp)
         by_step[label] = []
         for _ in range(steps):
@@ -63,8 +59,6 @@ def peak_rss(threads: int, steps: int, variants: dict[str, dict]
           peak = w.call("rss")["max_rss_mb"]
           by_step[label].append(round(peak))
         result[label] = peak
-      finally:
-        w.close()
   return result, by_step
 
 

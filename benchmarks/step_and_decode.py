@@ -66,20 +66,16 @@ def _name(w: dict) -> str:
 
 def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp: str) -> list[dict]:
   checkpoint = os.path.join(tmp, model)
-  maker = harness.Worker("hf", threads)
-  try:
+  with harness.Worker("hf", threads) as maker:
     params = maker.call("save_checkpoint", model=model, dir=checkpoint)["params"]
-  finally:
-    maker.close()
   rows = []
   for w in workloads:
     # A fresh pair of processes for every workload, so no row depends on what ran
     # before it: HF's generate ran 1.23x faster in the process that had run its
     # training step (benchmarks/README.md). crosstask's worker makes the malloc
     # settings of the entry point that runs the workload (train or infer).
-    ours = harness.Worker("crosstask", threads, training=w["kind"] == "train")
-    hf = harness.Worker("hf", threads)
-    try:
+    with (harness.Worker("crosstask", threads, training=w["kind"] == "train") as ours,
+          harness.Worker("hf", threads) as hf):
       outputs = {s.framework: s.call("setup", workload=w, checkpoint=checkpoint)["output"]
                  for s in (ours, hf)}
       times = harness.alternate([ours, hf], reps)
@@ -107,8 +103,6 @@ def bench_model(model: str, workloads: list[dict], reps: int, threads: int, tmp:
             f"HF {row['hf']['per_s_median']:.0f} tokens/s, ratio {row['ratio']:.2f}"
             + (f", outputs equal: {row['outputs_equal']}" if "outputs_equal" in row else ""),
             flush=True)
-    finally:
-      ours.close(), hf.close()
   add_loop_free_bounds(rows)
   return rows
 
