@@ -17,7 +17,7 @@ CORE = [
     "rouge-score>=0.1.2",
     "rapidfuzz>=3.0",  # C LCS behind eval.rouge's fast path
     "pysbd>=0.3.4",  # offline English sentence splitting for rougeLsum
-    # The `rouge` package is CSL's official ROUGE-L (crosstask.eval.csl_official)
+    # The `rouge` package is CSL's official ROUGE-L (crosstask.metrics.csl_official)
     # and the scorer SciTLDR's oracle script picks sentences with.
     "rouge>=1.0.1",
     "jieba==0.42.1",  # LOT metrics: every score moves with the segmentation

@@ -3,7 +3,7 @@ and the LOT (NLPCC OutGen) and CMRC 2018 scorers against the official scripts.
 
 Pairs are real CSL abstracts (`ts/dev.tsv` under CROSSTASK_DATA_DIR), abstract i
 against abstract i + k for k = 1..10, so every pair is abstract-length on both
-sides. crosstask.eval.rouge (rapidfuzz LCS) is timed on all 10,000; rouge-score
+sides. crosstask.metrics.rouge (rapidfuzz LCS) is timed on all 10,000; rouge-score
 (the pure-Python LCS it replaces) on the first few hundred, extrapolated, and
 both are checked to give the same value on that subset.
 
@@ -45,7 +45,7 @@ def csl_abstracts() -> list[str]:
 def rouge_score_reference(targets, predictions) -> float:
   """Mean rougeL F x100 the way eval.rouge computed it before the fast path."""
   from rouge_score import rouge_scorer
-  from crosstask.eval import tokenizers
+  from crosstask.metrics import tokenizers
   tokenizer = type("T", (), {"tokenize": staticmethod(tokenizers.char_tokens)})()
   scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=tokenizer)
   total = 0.0
@@ -93,7 +93,7 @@ def _compare(ours: dict, theirs: dict, tolerance: float) -> dict:
 
 def lot_vs_official(root: pathlib.Path, script: pathlib.Path, reps: int) -> dict:
   """NLPCC OutGen scores of LongLM-small's val generations: crosstask vs the official compute()."""
-  from crosstask.eval import lot
+  from crosstask.metrics import lot
   from crosstask.tasks.common import readers
   official = _official_module(script)
   folder = root / "lot" / "nlpcc2021_outline2story"
@@ -133,9 +133,9 @@ def cmrc_predictions(gold: dict) -> dict[str, str]:
 
 
 def cmrc_vs_official(root: pathlib.Path, script: pathlib.Path, reps: int) -> dict:
-  """CMRC 2018 EM/F1 on the dev set: crosstask.eval.cmrc.evaluate vs the official evaluate()."""
+  """CMRC 2018 EM/F1 on the dev set: crosstask.metrics.cmrc.evaluate vs the official evaluate()."""
   import nltk
-  from crosstask.eval import cmrc
+  from crosstask.metrics import cmrc
   official = _official_module(script)
   note = "nltk.word_tokenize as published"
   try:
@@ -191,7 +191,7 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   if args.quick:
     args.reps, args.reference_pairs = min(args.reps, 3), 50
-  from crosstask.eval.rouge import rouge
+  from crosstask.metrics.rouge import rouge
   start_load = os.getloadavg()
   abstracts = csl_abstracts()
   n = len(abstracts)
@@ -217,7 +217,7 @@ def main(argv=None) -> int:
   print(f"\ncharacter ROUGE-L, {len(pairs)} CSL abstract pairs (mean {mean_chars:.0f} chars), "
         f"median of {args.reps} (min-max)")
   print(harness.table(
-      [("crosstask.eval.rouge (rapidfuzz)", ours["median_s"],
+      [("crosstask.metrics.rouge (rapidfuzz)", ours["median_s"],
         f"{ours['min_s']:.2f}-{ours['max_s']:.2f}", "< 2 s", ours["median_s"] < 2.0),
        (f"rouge-score (extrapolated from {m})", reference_10k, "-", "-", "-")],
       ["implementation", "seconds", "range", "goal", "met"]))

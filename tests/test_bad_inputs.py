@@ -369,7 +369,7 @@ add_cases([
 # ------------------------------------------------- metrics and model settings
 
 def _metric(name, targets, predictions):
-  import crosstask.eval as ev
+  import crosstask.metrics as ev
   return getattr(ev, name)(targets, predictions)
 
 

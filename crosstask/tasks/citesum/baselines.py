@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from crosstask.eval import multi_rouge
-from crosstask.eval import sentences as sentence_split
-from crosstask.eval import summary_rouge
+from crosstask.metrics import multi_rouge
+from crosstask.metrics import sentences as sentence_split
+from crosstask.metrics import summary_rouge
 
 HEURISTIC_CUES = ("propose", "introduce", "in this paper")
 

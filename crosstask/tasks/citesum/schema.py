@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crosstask.eval import classification
-from crosstask.eval import summary_rouge
+from crosstask.metrics import classification
+from crosstask.metrics import summary_rouge
 from crosstask.tasks.common.schema import Field, Schema
 
 # MAG top-level fields of study in S2ORC (the discipline labels; paper Fig. 1).

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import seqio
 
-from crosstask.eval import multi_rouge
-from crosstask.eval import summary_rouge
+from crosstask.metrics import multi_rouge
+from crosstask.metrics import summary_rouge
 from crosstask.tasks import vocabularies
 from crosstask.tasks.citesum import fewshot
 from crosstask.tasks.citesum import readers

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
-from crosstask.eval import clue_scores
+from crosstask.metrics import clue_scores
 from crosstask.tasks.clue import paper
 from crosstask.tasks.clue import submissions
 from crosstask.tasks.common import readers as common_readers

@@ -23,7 +23,7 @@ import pathlib
 import re
 from collections.abc import Sequence
 
-from crosstask.eval import cmrc
+from crosstask.metrics import cmrc
 from crosstask.tasks.clue import examples as E
 from crosstask.tasks.clue import labels as L
 from crosstask.tasks.clue import readers as RD

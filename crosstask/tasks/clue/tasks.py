@@ -26,9 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crosstask import eval as ev
-from crosstask.eval import cmrc
-from crosstask.eval import rank_classification
+from crosstask import metrics as ev
+from crosstask.metrics import cmrc
+from crosstask.metrics import rank_classification
 from crosstask.tasks.clue import examples as E
 from crosstask.tasks.clue import labels as L
 from crosstask.tasks.clue import leakage

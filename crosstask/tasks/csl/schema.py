@@ -27,22 +27,22 @@ DISCIPLINES = (
 
 
 # The paper's metric pairs (Table 9), in the flavour of CSL's own scorer
-# (`crosstask.eval.csl_official`, equal to run_text2text_csl.py).
+# (`crosstask.metrics.csl_official`, equal to run_text2text_csl.py).
 def text_metrics(targets, predictions) -> dict:
   """Titles and abstracts: ROUGE-L (official `rouge`-package flavour) and BLEU-4."""
-  from crosstask import eval as ev  # pylint: disable=g-import-not-at-top
+  from crosstask import metrics as ev  # pylint: disable=g-import-not-at-top
   return {**ev.rouge_l_csl(targets, predictions), **ev.bleu(targets, predictions)}
 
 
 def keyword_metrics(targets, predictions) -> dict:
   """Keywords: Bpref (official) and exact-match F1 (with its precision and recall)."""
-  from crosstask import eval as ev  # pylint: disable=g-import-not-at-top
+  from crosstask import metrics as ev  # pylint: disable=g-import-not-at-top
   return {**ev.bpref(targets, predictions), **ev.keyword_f1(targets, predictions)}
 
 
 def label_metrics(targets, predictions) -> dict:
   """Categories and disciplines: official accuracy (nearest gold label first) and macro-F1."""
-  from crosstask import eval as ev  # pylint: disable=g-import-not-at-top
+  from crosstask import metrics as ev  # pylint: disable=g-import-not-at-top
   return ev.classification_csl(targets, predictions)
 
 

@@ -59,7 +59,7 @@ def segment(dataset, sequence_length=None, output_features=None):
 
 def postprocess(output, example=None, is_target=False):
   """Text after LongLM's clean-up; targets also carry their token count (for perplexity)."""
-  from crosstask.eval import lot  # pylint: disable=g-import-not-at-top
+  from crosstask.metrics import lot  # pylint: disable=g-import-not-at-top
   text = lot.clean_prediction(output)
   if not is_target:
     return text
@@ -77,7 +77,7 @@ def perplexity(targets: Sequence[dict], scores: Sequence[float]) -> dict[str, fl
 
 def pretrain_bleu(targets: Sequence[dict], predictions: Sequence[str]) -> dict[str, float]:
   """BLEU-3/4 (0-100) as Table 9 reports them."""
-  from crosstask.eval import lot  # pylint: disable=g-import-not-at-top
+  from crosstask.metrics import lot  # pylint: disable=g-import-not-at-top
   scores = lot.bleu_scores([t["text"] for t in targets], predictions, orders=(3, 4))
   return {k: 100.0 * v for k, v in scores.items()}
 

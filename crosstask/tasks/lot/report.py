@@ -16,7 +16,7 @@ import os
 import pathlib
 from collections.abc import Mapping
 
-from crosstask.eval import lot as lot_metrics
+from crosstask.metrics import lot as lot_metrics
 
 INFILL = "longlm_infilling_demo"
 CONTINUATION = "longlm_continuation_demo"

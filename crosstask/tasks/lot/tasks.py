@@ -23,8 +23,8 @@ import functools
 import re
 import unicodedata
 
-from crosstask.eval import lot as lot_metrics
-from crosstask.eval import rank_classification
+from crosstask.metrics import lot as lot_metrics
+from crosstask.metrics import rank_classification
 from crosstask.tasks.common.schema import Field
 from crosstask.tasks.common.schema import Schema
 from crosstask.tasks.lot import readers
@@ -179,7 +179,7 @@ def outgen_postprocess(output, example=None, is_target=False):
 
 
 def _accuracy(targets, predictions):
-  from crosstask import eval as ev  # pylint: disable=g-import-not-at-top
+  from crosstask import metrics as ev  # pylint: disable=g-import-not-at-top
   return ev.accuracy(targets, predictions)
 
 

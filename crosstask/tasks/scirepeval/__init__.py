@@ -5,7 +5,7 @@
   text     the 23 text forms (all but S2AND): prompts, targets, (query, candidate) pairs
   records  the examples of each task and split from the data root
   schema   the fields for the shared layout; tasks: registration and the mixtures
-The embedding evaluation itself lives in `crosstask.eval.scirepeval`; embedding
+The embedding evaluation itself lives in `crosstask.scirepeval_eval`; embedding
 and relevance ranking in `crosstask.embed` / `crosstask.relevance`.
 Registration reads no data: sources open their files only when a dataset is built.
 """

@@ -66,7 +66,7 @@ def _as_list(value, what: str) -> list[str]:
 
 
 def _task_type(task: str) -> tuple[str, tuple[str, ...]]:
-  from crosstask.eval.scirepeval import benchmark  # pylint: disable=g-import-not-at-top
+  from crosstask.metrics.scirepeval import benchmark  # pylint: disable=g-import-not-at-top
   if task in benchmark.FORMAT_SHORT:
     fields = ('title', 'abstract', 'venue', 'year') if task == benchmark.SEARCH \
         else ('title', 'abstract')
@@ -97,7 +97,7 @@ def embed(*,
   'regression', 'proximity', 'adhoc_search'); it picks the code and fields.
   `float16` rounds vectors as the official cache reload does.
   """
-  from crosstask.eval.scirepeval import data  # pylint: disable=g-import-not-at-top
+  from crosstask.metrics.scirepeval import data  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.scirepeval import inputs  # pylint: disable=g-import-not-at-top
   metas, outs = _as_list(meta_file, 'meta_file'), _as_list(output_file, 'output_file')
   tasks = _as_list(task, 'task')

@@ -5,7 +5,7 @@
   `{doc_id?, query: str | paper, candidates: [paper (+ score)]}`;
 * training files: classification / regression rows, IR rows with graded
   candidates, SPECTER triplets `{query, pos, neg}`; label lists (one per line);
-* evaluation files (re-exported from `crosstask.eval.scirepeval.data`):
+* evaluation files (re-exported from `crosstask.metrics.scirepeval.data`):
   probe splits `{paper_id, label}`, qrels, reviewer metadata, embeddings JSONL.
 
 A paper becomes `{"doc_id": str, "title": str, "abstract": str, ["venue"], ["year"]}`:
@@ -24,7 +24,7 @@ import pathlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from crosstask.eval.scirepeval.data import (ScirepevalDataError, iter_json_records,
+from crosstask.metrics.scirepeval.data import (ScirepevalDataError, iter_json_records,
                                             located, normalise_id, read_embeddings,
                                             read_probe_split, read_qrels,
                                             read_reviewer_metadata, require_fields,

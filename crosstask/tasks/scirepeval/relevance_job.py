@@ -3,7 +3,7 @@
 Each judged (query, candidate) pair becomes the task's arrow-prompt input; the
 model scores it log P(yes) − log P(no) (two `score_batch` passes, targets with
 EOS); the candidates of each query are ranked by that score and scored with the
-same trec_eval measures (`crosstask.eval.scirepeval.ranking`) and the original
+same trec_eval measures (`crosstask.metrics.scirepeval.ranking`) and the original
 graded judgements as the embedding path. Batched and sharded like inference.
 """
 
@@ -80,7 +80,7 @@ def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, ma
 def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file, qrels_files,
                     reviewers_file, output_dir, batch_size, max_length) -> dict[str, Any]:
   """Paper-Reviewer Matching: (query paper, reviewer paper) relevance, top-3 mean per reviewer."""
-  from crosstask.eval.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
+  from crosstask.metrics.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.scirepeval import readers, text  # pylint: disable=g-import-not-at-top
   papers = {p['doc_id']: p for p in readers.read_meta(meta_file)}
   reviewers = data.read_reviewer_metadata(reviewers_file)
@@ -132,7 +132,7 @@ def rank(*,
   Grades come from `qrels_file` ({query_id, cand_id, score} lines) when given,
   else from the candidates' own `score` (training-format rows).
   """
-  from crosstask.eval.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
+  from crosstask.metrics.scirepeval import data, ranking  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.scirepeval import inputs, text  # pylint: disable=g-import-not-at-top
   ttask = text.get(task)
   if ttask.kind != 'pair':

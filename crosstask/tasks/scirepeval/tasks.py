@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 
-from crosstask.eval.scirepeval import text_metrics
+from crosstask.metrics.scirepeval import text_metrics
 from crosstask.tasks.common import factory
 from crosstask.tasks.scirepeval import records
 from crosstask.tasks.scirepeval import schema as S

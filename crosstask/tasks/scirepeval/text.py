@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crosstask.eval.scirepeval import benchmark as B
+from crosstask.metrics.scirepeval import benchmark as B
 from crosstask.tasks.scirepeval import inputs as I
 
 YES, NO = "yes", "no"

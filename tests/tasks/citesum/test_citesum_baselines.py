@@ -3,7 +3,7 @@ SciTLDR-A dev anchors of the spec (§8) through the task's own metric."""
 
 import pytest
 
-from crosstask import eval as ev
+from crosstask import metrics as ev
 from crosstask import paths
 from crosstask.tasks.citesum import baselines
 from crosstask.tasks.citesum import readers

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import runtime_subprocess as rs
-from crosstask import eval as ev
+from crosstask import metrics as ev
 from crosstask import paths
 from crosstask.tasks.citesum import readers
 from crosstask.tasks.citesum import ref

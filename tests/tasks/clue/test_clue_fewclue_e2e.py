@@ -10,7 +10,7 @@ import pytest
 
 import runtime_subprocess as rs
 from crosstask import paths
-from crosstask.eval import rank_classification
+from crosstask.metrics import rank_classification
 from crosstask.runtime import best_checkpoint
 from crosstask.tasks.clue import leakage
 from crosstask.tasks.clue import submissions

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from crosstask.eval import clue_scores
+from crosstask.metrics import clue_scores
 from crosstask.tasks.clue import paper
 from crosstask.tasks.clue import report
 

@@ -8,7 +8,7 @@ import seqio
 
 import crosstask.tasks.clue  # noqa: F401  Registers the tasks.
 from crosstask import paths
-from crosstask.eval import cmrc
+from crosstask.metrics import cmrc
 from crosstask.tasks.clue import leakage
 from crosstask.tasks.clue import readers as RD
 from crosstask.tasks.clue import tasks as T

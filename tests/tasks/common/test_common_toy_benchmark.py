@@ -4,7 +4,7 @@ import json
 
 import seqio
 
-from crosstask import eval as metrics
+from crosstask import metrics as metrics
 from crosstask.tasks.common import factory, readers, testing
 from crosstask.tasks.common.schema import Field, Schema
 

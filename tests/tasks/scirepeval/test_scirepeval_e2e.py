@@ -32,7 +32,7 @@ def test_embed_score_and_rank_the_shared_samples(official_data, tmp_path):
 
   scores = {}
   for task, data_dir, extra in (("fos", fos, ["--no_few_shot"]), ("search", search, [])):
-    out = rs.run([rs.sys.executable, "-m", "crosstask.eval.scirepeval", "score", "--task", task,
+    out = rs.run([rs.sys.executable, "-m", "crosstask.scirepeval_eval", "score", "--task", task,
                   "--embeddings", str(emb / f"{task}.jsonl"), "--data", str(data_dir),
                   "--output", str(tmp_path / "results.json"), *extra], timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -55,7 +55,7 @@ def test_embed_score_and_rank_the_shared_samples(official_data, tmp_path):
   assert all(abs(r["score"] - (r["log_p_yes"] - r["log_p_no"])) < 1e-4 for r in run)
   results = json.loads((tmp_path / "rel" / "scirepeval_search-results.json").read_text())
   # The ranking is scored by the same trec_eval code as the embedding path.
-  from crosstask.eval.scirepeval import data, ranking
+  from crosstask.metrics.scirepeval import data, ranking
   qrels = {q: d for q, d in data.read_qrels(search / "test_qrel.jsonl").items()
            if q in {r["query_id"] for r in run}}
   want = ranking.ir_metrics(qrels, ranking.scores_run(

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.eval.scirepeval import data, ranking
+from crosstask.metrics.scirepeval import data, ranking
 from crosstask.runtime import checkpoints
 from crosstask.tasks.scirepeval import relevance_job
 

@@ -1,0 +1,207 @@
+"""The CSL benchmark's own scorer (`run_text2text_csl.py`, function `evaluate`), exactly.
+
+* Text reaches the metrics as BERT tokens: `bert_basic_tokens` is BERT's
+  BasicTokenizer (control characters dropped, every CJK character and every
+  punctuation mark a token, Latin lower-cased with accents stripped). The
+  official script also WordPiece-splits words with its model's vocabulary
+  (`[UNK]` for what it lacks); pass `vocab_file` (BERT's vocab.txt, one token a
+  line) to do the same, else words stay whole.
+* ROUGE-L (`--metrics 1`): the `rouge` package's ROUGE-L F of the space-joined
+  tokens, averaged over examples. That package splits text into sentences on
+  `.`, takes the union LCS over them and counts unique tokens; it is not
+  rouge-score's ROUGE-L (`crosstask.metrics.rouge`).
+* Accuracy (`--metrics 0`): tokens are joined without spaces, and the
+  prediction is replaced by the gold-set label (labels in order of first
+  occurrence) with the highest `rouge` ROUGE-L F, kept as float32 and the first
+  maximum taken, as torch.argmax does. Joined without spaces each label is one
+  "word", so in practice an exact match keeps its label and anything else
+  becomes the first label, unless a `.` splits it into pieces. Where the
+  package raises (an empty prediction) the official script picks a random
+  label; here a `random.Random(seed)` pick makes that reproducible.
+* F1 for classes (the paper's "F1"; the script prints only accuracy but builds
+  its confusion matrix from the mapped predictions): macro-F1 over the labels
+  of the gold set, on the mapped predictions.
+
+Differences that cannot be reproduced from text: the script scores every one
+of its `tgt_seq_length` generated tokens, `[SEP]` and what follows included
+(one or two extra unique tokens in the hypothesis); crosstask scores the text
+up to EOS.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+
+from crosstask.metrics import _checks
+from crosstask.metrics import classification
+
+# BERT's _is_chinese_char ranges (CJK Unified Ideographs and extensions, compatibility).
+_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def _is_cjk(cp: int) -> bool:
+  return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
+def _is_whitespace(ch: str) -> bool:
+  return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+def _is_control(ch: str) -> bool:
+  return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
+
+
+def _is_punctuation(ch: str) -> bool:
+  cp = ord(ch)
+  if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+    return True
+  return unicodedata.category(ch).startswith("P")
+
+
+def bert_basic_tokens(text: str, lower_case: bool = True) -> list[str]:
+  """BERT BasicTokenizer tokens of `text` (uncased: lower-cased, accents stripped)."""
+  chars = []
+  for ch in text:
+    cp = ord(ch)
+    if cp == 0 or cp == 0xFFFD or _is_control(ch):
+      continue
+    if _is_whitespace(ch):
+      chars.append(" ")
+    elif _is_cjk(cp):
+      chars.append(f" {ch} ")
+    else:
+      chars.append(ch)
+  tokens = []
+  for word in "".join(chars).split():
+    if lower_case:
+      word = "".join(c for c in unicodedata.normalize("NFD", word.lower())
+                     if unicodedata.category(c) != "Mn")
+    piece = []
+    for ch in word:
+      if _is_punctuation(ch):
+        if piece:
+          tokens.append("".join(piece))
+          piece = []
+        tokens.append(ch)
+      else:
+        piece.append(ch)
+    if piece:
+      tokens.append("".join(piece))
+  return tokens
+
+
+@functools.lru_cache(maxsize=4)
+def load_vocab(vocab_file: str) -> frozenset[str]:
+  """The tokens of a BERT vocab.txt (one per line)."""
+  with open(vocab_file, encoding="utf-8") as f:
+    return frozenset(line.rstrip("\n") for line in f if line.rstrip("\n"))
+
+
+def wordpiece(word: str, vocab: frozenset[str], max_chars: int = 100) -> list[str]:
+  """BERT's greedy longest-match-first WordPiece split of one word; ['[UNK]'] if it fails."""
+  if len(word) > max_chars:
+    return ["[UNK]"]
+  pieces, start = [], 0
+  while start < len(word):
+    end = len(word)
+    while end > start:
+      piece = word[start:end] if start == 0 else "##" + word[start:end]
+      if piece in vocab:
+        break
+      end -= 1
+    if end == start:
+      return ["[UNK]"]
+    pieces.append(piece)
+    start = end
+  return pieces
+
+
+def bert_tokens(text: str, vocab_file: str | None = None) -> list[str]:
+  """BasicTokenizer tokens, WordPiece-split when a vocab file is given."""
+  tokens = bert_basic_tokens(text)
+  if vocab_file is None:
+    return tokens
+  vocab = load_vocab(str(vocab_file))
+  return [piece for token in tokens for piece in wordpiece(token, vocab)]
+
+
+def spaced(text: str, vocab_file: str | None = None) -> str:
+  """The tokens joined by single spaces: what the official ROUGE-L scores."""
+  return " ".join(bert_tokens(text, vocab_file))
+
+
+def joined(text: str, vocab_file: str | None = None) -> str:
+  """The tokens joined without spaces: what the official accuracy compares."""
+  return "".join(bert_tokens(text, vocab_file))
+
+
+def _rouge():
+  from rouge import Rouge  # pylint: disable=g-import-not-at-top
+  return Rouge(metrics=["rouge-l"])
+
+
+def rouge_l_f(hypothesis: str, reference: str, scorer=None) -> float:
+  """The `rouge` package's ROUGE-L F of two already-tokenized strings (raises as it does)."""
+  scorer = scorer or _rouge()
+  return scorer.get_scores(hyps=hypothesis, refs=reference)[0]["rouge-l"]["f"]
+
+
+def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
+                vocab_file: str | None = None) -> dict[str, float]:
+  """Mean official ROUGE-L F, 0-100, under key "rougeL"; an empty prediction scores 0."""
+  _checks.check_pairs(targets, predictions, "rouge_l_csl")
+  scorer = _rouge()
+  total = 0.0
+  for i, (target, prediction) in enumerate(zip(targets, predictions)):
+    ref = spaced(_checks.check_text(target, "rouge_l_csl", "targets", i), vocab_file)
+    hyp = spaced(_checks.check_text(prediction, "rouge_l_csl", "predictions", i), vocab_file)
+    if not ref.replace(".", "").strip():
+      raise ValueError(f"rouge_l_csl: targets[{i}]={target!r} has no tokens to score against")
+    if hyp.replace(".", "").strip():
+      total += rouge_l_f(hyp, ref, scorer)
+  return {"rougeL": 100.0 * total / len(targets)}
+
+
+def nearest_label(prediction: str, labels: Sequence[str], rng: random.Random, scorer=None) -> str:
+  """The label the official script maps `prediction` to (all strings already `joined`)."""
+  scorer = scorer or _rouge()
+  try:
+    scores = np.asarray([rouge_l_f(prediction, label, scorer) for label in labels], np.float32)
+  except ValueError:
+    return rng.choice(list(labels))
+  return labels[int(np.argmax(scores))]
+
+
+def map_to_gold_labels(targets: Sequence[str], predictions: Sequence[str], seed: int = 0,
+                       vocab_file: str | None = None) -> tuple[list[str], list[str]]:
+  """(gold, mapped predictions), both `joined`, as the official accuracy compares them."""
+  _checks.check_pairs(targets, predictions, "csl accuracy")
+  gold = [joined(_checks.check_text(t, "csl accuracy", "targets", i), vocab_file)
+          for i, t in enumerate(targets)]
+  labels = list(dict.fromkeys(gold))
+  rng, scorer = random.Random(seed), _rouge()
+  mapped = []
+  for i, p in enumerate(predictions):
+    pred = joined(_checks.check_text(p, "csl accuracy", "predictions", i), vocab_file)
+    mapped.append(nearest_label(pred, labels, rng, scorer))
+  return gold, mapped
+
+
+def classification_csl(targets: Sequence[str], predictions: Sequence[str], *,
+                       seed: int = 0, vocab_file: str | None = None) -> dict[str, float]:
+  """Official accuracy and macro-F1 (over the gold set's labels) after nearest-label mapping."""
+  gold, mapped = map_to_gold_labels(targets, predictions, seed, vocab_file)
+  return {**classification.accuracy(gold, mapped), **classification.macro_f1(gold, mapped)}
+
+
+def accuracy_csl(targets: Sequence[str], predictions: Sequence[str], *,
+                 seed: int = 0, vocab_file: str | None = None) -> dict[str, float]:
+  """Official accuracy after nearest-label mapping, 0-100, under key "accuracy"."""
+  gold, mapped = map_to_gold_labels(targets, predictions, seed, vocab_file)
+  return classification.accuracy(gold, mapped)

@@ -1,0 +1,103 @@
+"""Keyword-generation metrics: exact-match F1 and the CSL benchmark's Bpref."""
+
+from typing import Sequence, Union
+
+from crosstask.metrics import _checks
+
+Keywords = Union[str, Sequence[str]]
+SEPARATOR = "_"
+
+
+def normalize_keyword(keyword: str) -> str:
+  """Lower-case and drop all whitespace, as the CSL evaluation effectively does.
+
+  CSL's run_text2text_csl.py compares BERT-tokenized (lower-cased) strings
+  after joining tokens without spaces, so case and spacing never count.
+  """
+  return "".join(keyword.lower().split())
+
+
+def keyword_list(value: Keywords, field: str = "keywords", index: int = 0) -> list[str]:
+  """Normalised keywords, in order, from a list or a `_`-joined string; empties dropped."""
+  if isinstance(value, str):
+    items = value.split(SEPARATOR)
+  elif isinstance(value, Sequence):
+    items = list(value)
+  else:
+    raise TypeError(f"{field}[{index}] is {type(value).__name__}; expected a list "
+                    f"of keywords or a {SEPARATOR!r}-joined string")
+  out = []
+  for position, item in enumerate(items):
+    _checks.check_text(item, "keywords", f"{field}[{index}]", position)
+    keyword = normalize_keyword(item)
+    if keyword:
+      out.append(keyword)
+  return out
+
+
+def _pairs(targets, predictions, metric):
+  _checks.check_pairs(targets, predictions, metric)
+  for i, (target, prediction) in enumerate(zip(targets, predictions)):
+    yield keyword_list(target, "targets", i), keyword_list(prediction, "predictions", i)
+
+
+def keyword_f1(targets: Sequence[Keywords],
+               predictions: Sequence[Keywords]) -> dict[str, float]:
+  """Exact-match keyword precision, recall and F1, averaged over examples, 0-100.
+
+  Per example, with G the set of gold and P the set of predicted keywords
+  (after `normalize_keyword`, duplicates removed): precision |P&G|/|P|,
+  recall |P&G|/|G|, F1 = 2PR/(P+R); each is 0 when its denominator is 0.
+  The CSL code itself reports only Bpref; this is the usual exact-match F1 of
+  keyphrase generation over all predicted keywords (F1@M), example-averaged
+  like the CSL metrics.
+  """
+  totals = [0.0, 0.0, 0.0]
+  n = 0
+  for gold, pred in _pairs(targets, predictions, "keyword_f1"):
+    gold_set, pred_set = set(gold), set(pred)
+    hits = len(gold_set & pred_set)
+    p = hits / len(pred_set) if pred_set else 0.0
+    r = hits / len(gold_set) if gold_set else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    totals = [totals[0] + p, totals[1] + r, totals[2] + f]
+    n += 1
+  return {"keyword_precision": 100.0 * totals[0] / n,
+          "keyword_recall": 100.0 * totals[1] / n,
+          "keyword_f1": 100.0 * totals[2] / n}
+
+
+def bpref_single(gold: Sequence[str], ranked: Sequence[str]) -> float:
+  """Bpref of one ranked prediction list, exactly as CSL's run_text2text_csl.py.
+
+  Walking the predictions in rank order (duplicates kept), each relevant one
+  (in `gold`) adds 1 - n/|ranked|, n being the number of non-relevant
+  predictions ranked above it; the sum is divided by the number of relevant
+  predictions found, and is 0 when none is found.
+  """
+  gold = set(gold)
+  score, non_relevant, relevant = 0.0, 0, 0
+  for keyword in ranked:
+    if keyword in gold:
+      score += 1.0 - non_relevant / len(ranked)
+      relevant += 1
+    else:
+      non_relevant += 1
+  return score / relevant if relevant else 0.0
+
+
+def bpref(targets: Sequence[Keywords],
+          predictions: Sequence[Keywords]) -> dict[str, float]:
+  """The CSL benchmark's Bpref for keyword generation, averaged over examples, 0-100.
+
+  Definition (CSL run_text2text_csl.py, `--metrics 2`): see `bpref_single`.
+  Note it differs from the textbook Bpref of Buckley & Voorhees (2004),
+  1/R * sum_r (1 - |n above r| / R): CSL normalises n by the number of
+  predictions and averages over the relevant predictions found, not over R.
+  Keywords are compared after `normalize_keyword`.
+  """
+  total, n = 0.0, 0
+  for gold, pred in _pairs(targets, predictions, "bpref"):
+    total += bpref_single(gold, pred)
+    n += 1
+  return {"bpref": 100.0 * total / n}

@@ -1,0 +1,140 @@
+"""CSL's official scorer flavour equals independent implementations on the real CSL dev data."""
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from crosstask import metrics as ev
+from crosstask.metrics import csl_official as off
+
+
+def _independent_tokens(text):
+  """BERT BasicTokenizer as HF `tokenizers` implements it (Rust), uncased."""
+  from tokenizers.normalizers import BertNormalizer  # pylint: disable=g-import-not-at-top
+  from tokenizers.pre_tokenizers import BertPreTokenizer  # pylint: disable=g-import-not-at-top
+  normalized = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
+                              lowercase=True).normalize_str(text)
+  return [t for t, _ in BertPreTokenizer().pre_tokenize_str(normalized)]
+
+
+def _lcs_tokens(x, y):
+  """Tokens of the LCS of x and y, backtracking as the official `rouge` package does."""
+  t = np.zeros((len(x) + 1, len(y) + 1), dtype=int)
+  for i in range(1, len(x) + 1):
+    for j in range(1, len(y) + 1):
+      t[i, j] = t[i - 1, j - 1] + 1 if x[i - 1] == y[j - 1] else max(t[i - 1, j], t[i, j - 1])
+  out, i, j = [], len(x), len(y)
+  while i and j:
+    if x[i - 1] == y[j - 1]:
+      out.append(x[i - 1])
+      i, j = i - 1, j - 1
+    elif t[i - 1, j] > t[i, j - 1]:
+      i -= 1
+    else:
+      j -= 1
+  return out
+
+
+def _independent_rouge_l(hyp, ref):
+  """Summary-level ROUGE-L of `rouge` 1.0.1: '.'-sentences, union LCS, unique tokens."""
+  sents = lambda s: [" ".join(p.split()) for p in s.split(".") if p]  # noqa: E731
+  hs, rs = sents(hyp), sents(ref)
+  if not hs or not rs:
+    raise ValueError("empty")
+  n = len({w for s in hs for w in s.split(" ")})
+  m = len({w for s in rs for w in s.split(" ")})
+  union, total = set(), 0
+  for r in rs:
+    before = len(union)
+    for h in hs:
+      union |= set(_lcs_tokens(r.split(" "), h.split(" ")))
+    total += len(union) - before
+  p, r = total / n, total / m
+  return 2.0 * (p * r / (p + r + 1e-8))
+
+
+@pytest.fixture
+def dev(official_data):
+  """Dev records from the TSVs directly (the CSL task package would pull in TensorFlow)."""
+  from crosstask.tasks.common import readers  # pylint: disable=g-import-not-at-top
+  bench = official_data / "csl" / "benchmark"
+  ts = [r.value for r in readers.read_tsv(bench / "ts" / "dev.tsv", 3)]
+  dcp = [r.value for r in readers.read_tsv(bench / "cls_dcp" / "dev.tsv", 3)]
+  return [{"abstract": a[1], "title": a[2], "discipline": d[2]} for a, d in zip(ts, dcp)]
+
+
+def test_tokenizer_is_bert_basic(dev):
+  texts = [r["title"] for r in dev] + [r["abstract"] for r in dev[:300]]
+  texts += ["Café ＡＢＣ 52.645m\u00a0x\u200b,y", "采用修正的Rodrigues参数(MRP)"]
+  for text in texts:
+    assert off.bert_basic_tokens(text) == _independent_tokens(text), text
+
+
+def test_rouge_l_equals_the_official_definition(dev):
+  targets = [r["title"] for r in dev]
+  predictions = [re.split("[，。；]", r["abstract"])[0][:24] for r in dev]  # a lead baseline
+  predictions[3], predictions[4] = "", "方法.结果.讨论"
+  expected = []
+  for t, p in zip(targets, predictions):
+    hyp = " ".join(_independent_tokens(p))
+    ref = " ".join(_independent_tokens(t))
+    expected.append(_independent_rouge_l(hyp, ref) if hyp.replace(".", "").strip() else 0.0)
+  ours = ev.rouge_l_csl(targets, predictions)["rougeL"]
+  assert abs(ours - 100 * np.mean(expected)) < 1e-9
+  assert 20 < ours < 60  # the lead baseline, for scale
+  rouge_score_flavour = ev.rouge(targets, predictions, score_keys=("rougeL",))["rougeL"]
+  assert abs(ours - rouge_score_flavour) > 0.1  # the two flavours really differ
+
+
+def test_accuracy_maps_to_the_nearest_gold_label(dev):
+  gold = [r["discipline"] for r in dev]
+  labels = list(dict.fromkeys(gold))
+  rng = random.Random(1)
+  predictions = []
+  for i, g in enumerate(gold):
+    kind = i % 5
+    predictions.append([g, rng.choice(labels), g + "学科", f"{g}.{labels[3]}", ""][kind])
+  expected_rng = random.Random(0)
+  mapped = []
+  for p in predictions:
+    try:
+      scores = np.asarray([_independent_rouge_l(p, label) for label in labels], np.float32)
+      mapped.append(labels[int(np.argmax(scores))])
+    except ValueError:
+      mapped.append(expected_rng.choice(labels))
+  expected = 100 * np.mean([m == g for m, g in zip(mapped, gold)])
+  scores = ev.classification_csl(gold, predictions)
+  assert abs(scores["accuracy"] - expected) < 1e-9
+  assert ev.accuracy_csl(gold, predictions)["accuracy"] == scores["accuracy"]
+  assert scores["macro_f1"] == pytest.approx(ev.macro_f1(gold, mapped)["macro_f1"], abs=1e-9)
+  # "X学科" matches no label as one unspaced word, so it becomes the first gold label
+  assert off.map_to_gold_labels(gold[:3], [gold[1] + "学科"] * 3)[1] == [gold[0]] * 3
+
+
+def test_small_cases():
+  assert ev.rouge_l_csl(["深度 学习"], ["深度学习"])["rougeL"] == pytest.approx(100, abs=1e-5)
+  assert ev.rouge_l_csl(["深度学习"], [""])["rougeL"] == 0.0
+  with pytest.raises(ValueError, match="targets\\[0\\]"):
+    ev.rouge_l_csl([" . "], ["x"])
+  assert ev.classification_csl(["工学", "理学"], ["工学", "理学"]) == {"accuracy": 100.0, "macro_f1": 100.0}
+
+
+def test_wordpiece_with_a_vocab_file_matches_hf_tokenizers(tmp_path):
+  from tokenizers import Tokenizer  # pylint: disable=g-import-not-at-top
+  from tokenizers.models import WordPiece  # pylint: disable=g-import-not-at-top
+  from tokenizers.normalizers import BertNormalizer  # pylint: disable=g-import-not-at-top
+  from tokenizers.pre_tokenizers import BertPreTokenizer  # pylint: disable=g-import-not-at-top
+  vocab = ["[PAD]", "[UNK]", "trans", "##form", "##er", "##s", "深", "度", "学", "(", ")", "52",
+           ".", "##6", "6", "m", "##m"]
+  (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+  hf = Tokenizer(WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+  hf.normalizer = BertNormalizer(lowercase=True)
+  hf.pre_tokenizer = BertPreTokenizer()
+  text = "深度学习 Transformers(52.66m) 习题 transx"
+  ours = off.bert_tokens(text, str(tmp_path / "vocab.txt"))
+  assert ours == hf.encode(text, add_special_tokens=False).tokens
+  assert ours[:5] == ["深", "度", "学", "[UNK]", "trans"]
+  scores = ev.rouge_l_csl(["transformers 学习"], ["transformer"], vocab_file=str(tmp_path / "vocab.txt"))
+  assert 0 < scores["rougeL"] < 100
