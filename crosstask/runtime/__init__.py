@@ -14,7 +14,10 @@
                 `python -m crosstask.embed|relevance` live in crosstask/tasks/scirepeval/)
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file
-  host_memory   glibc malloc settings the train entry point makes first (XLA:CPU's temporaries)
+  platform      per-platform profiles (CPU, GPU, TPU): XLA options, PRNG, allocator,
+                attention and remat defaults, compilation cache
+  host_memory   glibc malloc settings the entry points make first on CPU (XLA:CPU's temporaries)
+  batching      fixed-size global batches for inference, embedding and scoring
   restoring     what eval and infer share: checkpoint selection, parameter templates
   best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
 
