@@ -20,12 +20,12 @@ import harness
 
 sys.path.insert(0, str(harness.ROOT))
 
-from crosstask.runtime.trainer import CPU_COMPILER_OPTIONS  # pylint: disable=wrong-import-position
+from crosstask.runtime import platform  # pylint: disable=wrong-import-position
 
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
-# "memory": XLA:CPU's memory-optimized scheduler, the Trainer's CPU default;
-# "xla_default": `compiler_options={}`, XLA's own scheduler.
-SCHEDULERS = {"xla_default": {}, "memory": CPU_COMPILER_OPTIONS}
+# "memory": the CPU profile's train-step options (XLA:CPU's memory-optimized
+# scheduler); "xla_default": `train_compiler_options={}`, XLA's own scheduler.
+SCHEDULERS = {"xla_default": {}, "memory": dict(platform.PROFILES["cpu"].train_compiler_options)}
 # crosstask settings measured against HF's one (no gradient checkpointing in HF).
 RSS_VARIANTS = {
     "default": {},  # the Trainer's defaults: on CPU, the memory-optimized scheduler
@@ -85,7 +85,7 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   trainer = trainer_lib.Trainer(
       model, partitioning.Partitioner(), tx, schedule,
       {"encoder_input_tokens": (batch, length), "decoder_input_tokens": (batch, length)},
-      compiler_options=SCHEDULERS[scheduler])
+      profile=platform.profile(train_compiler_options=SCHEDULERS[scheduler]))
   tokens = jax.ShapeDtypeStruct((batch, length), jnp.int32)
   batch_spec = {"encoder_input_tokens": tokens, "decoder_input_tokens": tokens,
                 "decoder_target_tokens": tokens}

@@ -163,13 +163,13 @@ class HFSide(_Side):
 
 
 class CrosstaskSide(_Side):
-  """The runtime's Trainer.train_step, EncoderDecoderModel.predict_batch or Inference."""
+  """The runtime's Trainer.train_step, the model's decoding programs or Inference."""
 
   def __init__(self, training: bool = False):
     # As `python -m crosstask.train` or `crosstask.infer` does, before JAX starts.
-    from crosstask.runtime import host_memory
-    print(f"host malloc: {host_memory.tune_for_xla_cpu(one_arena=training)}", file=sys.stderr,
-          flush=True)
+    from crosstask.runtime import platform
+    print(f"host malloc: {platform.prepare_host('train' if training else 'infer')}",
+          file=sys.stderr, flush=True)
     import jax
     self.jax = jax
 
@@ -183,6 +183,7 @@ class CrosstaskSide(_Side):
     from crosstask.models.model import EncoderDecoderModel
     from crosstask.models.network import Transformer
     from crosstask.runtime import partitioning
+    from crosstask.runtime import platform
     from crosstask.runtime import trainer as trainer_lib
 
     config, params = hf_import.load_hf_checkpoint(checkpoint, dtype="float32")
@@ -203,7 +204,8 @@ class CrosstaskSide(_Side):
       shapes = {k: v.shape for k, v in batch.items()}
       trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx,
                                     optax.constant_schedule(LR), shapes,
-                                    compiler_options=workload.get("compiler_options"))
+                                    profile=platform.profile(
+                                        train_compiler_options=workload.get("compiler_options")))
       state = trainer.state_from_params(jax.device_put(params))
       del params  # As the runtime: the imported weights live on only in the state.
       rng = jax.random.key(0)
@@ -224,9 +226,8 @@ class CrosstaskSide(_Side):
           jax.block_until_ready((self.state, metrics))
     elif workload["kind"] == "encode":
       module = Transformer(config)
-      # Compiled as predict_batch compiles it, so it bounds decoding's time from below.
-      options = EncoderDecoderModel(module, vocab, vocab).compiler_options_for_predict(
-          "cpu", workload["batch"], "encoder")
+      # Compiled as decoding compiles it, so it bounds decoding's time from below.
+      options = platform.profile().decoding_compiler_options("encoder")
       encode = jax.jit(lambda p, t: module.apply({"params": p}, t, method=module.encode),
                        compiler_options=options or None)
       params, tokens = jax.device_put(params), jax.device_put(batch["encoder_input_tokens"])
@@ -249,11 +250,25 @@ class CrosstaskSide(_Side):
         fn = _inference_fn(model, params, feats, beams)
       else:
         params, jbatch = jax.device_put(params), jax.device_put(feats)
-
-        def fn():
-          return np.asarray(model.predict_batch(params, jbatch, num_decodes=beams))
+        fn = _decoding_fn(model, params, jbatch, beams, platform.profile())
       output = cut_at_eos(fn().tolist())
     return self._ready(fn, output)
+
+
+def _decoding_fn(model, params, batch: dict, beams: int, profile):
+  """The model's two decoding programs, each jitted with the profile's options for it
+  (as the runtime's Inference does, without its dataset and mesh)."""
+  import jax
+  import numpy as np
+  encode, loop = model.decoding_programs(num_decodes=beams)
+  encode = jax.jit(encode, compiler_options=profile.decoding_compiler_options("encoder") or None)
+  loop = jax.jit(loop, compiler_options=profile.decoding_compiler_options("loop") or None)
+  rng = jax.random.PRNGKey(0)
+
+  def fn():
+    seqs, _ = loop(params, batch, *encode(params, batch), rng)
+    return np.asarray(seqs[:, 0])
+  return fn
 
 
 def _inference_fn(model, params, feats: dict, beams: int):

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import gin
 
 from crosstask import paths
-from crosstask.runtime import host_memory
+from crosstask.runtime import platform
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   parser.add_argument("--steps", type=int, default=300, help="training steps of the tiny model")
   parser.add_argument("--skip_training", action="store_true")
   args = parser.parse_args(argv)
-  print(f"Host malloc: {host_memory.tune_for_xla_cpu()}")  # Before TF's or JAX's threads allocate.
+  print(f"Host malloc: {platform.prepare_host('train')}")  # Before TF's or JAX's threads allocate.
   started = time.time()
   with paths.use_data_dir(paths.SAMPLE_DIR):
     vocab_file = train_vocabulary(args.output_dir)

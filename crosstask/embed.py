@@ -6,7 +6,7 @@ from crosstask.tasks.scirepeval import embed_job
 
 def main() -> None:
   gin_utils.run_main(embed_job.embed, what='embed_script.embed',
-                     host_malloc='infer')
+                     job='infer')
 
 
 if __name__ == '__main__':

@@ -5,7 +5,7 @@ from crosstask.runtime import eval_lib, gin_utils
 
 def main() -> None:
   gin_utils.run_main(eval_lib.evaluate, what='eval_script.evaluate',
-                     host_malloc='infer')
+                     job='infer')
 
 
 if __name__ == '__main__':

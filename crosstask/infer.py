@@ -4,7 +4,7 @@ from crosstask.runtime import gin_utils, infer_lib
 
 
 def main() -> None:
-  gin_utils.run_main(infer_lib.infer, what='infer_script.infer', host_malloc='infer')
+  gin_utils.run_main(infer_lib.infer, what='infer_script.infer', job='infer')
 
 
 if __name__ == '__main__':

@@ -6,7 +6,7 @@ from crosstask.tasks.scirepeval import relevance_job
 
 def main() -> None:
   gin_utils.run_main(relevance_job.rank, what='relevance_script.rank',
-                     host_malloc='infer')
+                     job='infer')
 
 
 if __name__ == '__main__':

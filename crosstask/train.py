@@ -4,7 +4,7 @@ from crosstask.runtime import gin_utils, train_lib
 
 
 def main() -> None:
-  gin_utils.run_main(train_lib.train, what='train_script.train', host_malloc='train')
+  gin_utils.run_main(train_lib.train, what='train_script.train', job='train')
 
 
 if __name__ == '__main__':

@@ -1,5 +1,9 @@
 """EncoderDecoderModel: loss, decoding, scoring and embeddings around a Transformer.
 
+Every method is a pure function of parameters and arrays: the runtime jits and
+partitions them (runtime/trainer.py, runtime/inference.py) with its platform's
+options, so the model compiles nothing itself.
+
 Batches use seqio.EncDecFeatureConverter keys. Decoder prefixes: an explicit
 `batch['decoder_prompt_tokens']` (int32 [B, P], right-padded with 0) is always forced;
 otherwise `prompt_with_targets=True` forces the leading nonzero tokens of
@@ -24,31 +28,6 @@ Batch = Mapping[str, jax.Array]
 # decode_fn arguments the model fills in itself; decoder_params may not name them.
 _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
                            "decode_rng", "num_decodes"})
-# Decoding's XLA options on CPU, unless `predict_compiler_options` says otherwise.
-# Every part: XLA:CPU's tree-reduction rewrite off. It splits each reduction over more
-# than 32 values (the RMS norms' d_model, the softmaxes' keys) into a reduce-window and
-# a reduce, two ops no fusion takes, so the encoder wrote each norm's squares and read
-# each [b, h, q, k] score tensor in passes of their own (33 such ops in the T5 small
-# encoder). Without it small greedy b32 decoded 1.07x faster and beam-4 b8 1.08x,
-# other sizes 1.01-1.07x, with the same tokens (benchmarks/README.md).
-CPU_WHOLE_REDUCTIONS = {"xla_disable_hlo_passes": "tree_reduction_rewriter"}
-# No YNNPACK fusions: for the encoder, and for the decoding loop below
-# CPU_WIDE_DECODE_ROWS rows a step on a CPU without AVX-512. On an AVX2 EPYC greedy
-# and beam-4 ran 4-32% faster without them, with the same tokens; on an AVX-512 one
-# the loop ran faster with them at every width tried (8-128 rows) while the encoder
-# at batch 32 ran 1.3-1.7x slower (benchmarks/README.md). Training keeps them.
-CPU_NO_YNN_FUSIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
-# From this many rows a step (batch x num_decodes) on, XLA's default CPU options
-# (YNNPACK fusions included) won on the AVX2 machine too: 1.17x and 1.07x on small
-# beam-4 b32 (128 rows) in two A/B runs, 0.83-0.97x at 32 rows (benchmarks/README.md).
-CPU_WIDE_DECODE_ROWS = 128
-# The parts of a decode that compile as programs of their own, each with its options
-# (predict_batch's jits and the runtime's Inference alike; decoding nested in another
-# jit compiles as part of that one).
-PREDICT_PARTS = ("encoder", "loop")
-# The gin binding an error names when XLA refuses decoding's options.
-PREDICT_OPTIONS_BINDING = "EncoderDecoderModel.predict_compiler_options"
-
 
 class EncoderDecoderModel:
   """The contract a trainer / evaluator codes against (T5X EncoderDecoderModel-like)."""
@@ -57,8 +36,7 @@ class EncoderDecoderModel:
                label_smoothing: float = 0.0, z_loss: float = 1e-4,
                loss_normalizing_factor: float | str | None = None,
                decode_fn: Callable = decoding.temperature_sample,
-               default_decoder_params: Mapping[str, Any] | None = None,
-               predict_compiler_options: Mapping[str, Any] | None = None):
+               default_decoder_params: Mapping[str, Any] | None = None):
     if not 0.0 <= label_smoothing < 1.0:
       raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
     if z_loss < 0:
@@ -76,44 +54,6 @@ class EncoderDecoderModel:
     if default_decoder_params is None and "temperature" in self._decode_args:
       default_decoder_params = {"temperature": 0.0}
     self.default_decoder_params = dict(default_decoder_params or {})
-    # XLA options for compiling decoding (encoder and loop alike); None: the defaults
-    # by platform, part and rows a step (compiler_options_for_predict). {} keeps
-    # XLA's defaults everywhere.
-    self.predict_compiler_options = (None if predict_compiler_options is None
-                                     else dict(predict_compiler_options))
-    self._predict_jits = {}  # One per (part, option set), jitted on first use.
-
-  def compiler_options_for_predict(self, platform: str, rows: int, part: str
-                                   ) -> dict[str, Any]:
-    """The XLA options decoding `rows` rows a step compiles `part` with on `platform`.
-
-    part: 'encoder' (the encoder, and its keys/values projected for the cache) or
-    'loop' (the decoding loop); see decoding_programs.
-    """
-    if part not in PREDICT_PARTS:
-      raise ValueError(f"part={part!r}: expected one of {PREDICT_PARTS}")
-    if self.predict_compiler_options is not None:
-      return dict(self.predict_compiler_options)
-    if platform != "cpu":
-      return {}
-    chosen = [CPU_WHOLE_REDUCTIONS]
-    if part == "encoder" or not (_cpu_has_avx512() or rows >= CPU_WIDE_DECODE_ROWS):
-      chosen.append(CPU_NO_YNN_FUSIONS)
-    # Each set only where this jaxlib's XLA knows it (a renamed flag must not break decoding).
-    return {k: v for options in chosen if _xla_accepts(tuple(options.items()))
-            for k, v in options.items()}
-
-  def _predict_jit(self, rows: int, part: str) -> Callable:
-    """predict_batch's 'encoder' or 'loop' program, jitted with the default backend's
-    options for `rows` rows a step."""
-    options = self.compiler_options_for_predict(jax.default_backend(), rows, part)
-    key = (part,) + tuple(sorted(options.items()))
-    if key not in self._predict_jits:
-      fn, static = {"encoder": (self._predict_encoder, ()),
-                    "loop": (self._predict_loop, _PREDICT_STATIC)}[part]
-      self._predict_jits[key] = jax.jit(fn, compiler_options=options or None,
-                                        static_argnames=static)
-    return self._predict_jits[key]
 
   @property
   def eos_id(self) -> int:
@@ -123,13 +63,16 @@ class EncoderDecoderModel:
 
   def get_initial_variables(self, rng: jax.Array, input_shapes: Mapping[str, tuple[int, ...]]
                             ) -> dict:
-    """{'params': boxed nn.Partitioned leaves}; `nn.get_partition_spec` gives logical specs."""
+    """{'params': boxed nn.Partitioned leaves}; `nn.get_partition_spec` gives logical specs.
+
+    Unjitted: wrap it in `jax.eval_shape` for shapes, or `jax.jit` to initialise.
+    """
     for key in ("encoder_input_tokens", "decoder_input_tokens"):
       if key not in input_shapes:
         raise ValueError(f"input_shapes lacks {key!r} (got {sorted(input_shapes)})")
     enc = jnp.ones(input_shapes["encoder_input_tokens"], jnp.int32)
     dec = jnp.ones(input_shapes["decoder_input_tokens"], jnp.int32)
-    variables = jax.jit(self.module.init)(rng, enc, dec)
+    variables = self.module.init(rng, enc, dec)
     return {"params": variables["params"]}
 
   def _logits(self, params, batch: Batch, dropout_rng=None) -> jax.Array:
@@ -186,7 +129,11 @@ class EncoderDecoderModel:
                     decoder_params: Mapping[str, Any] | None = None, num_decodes: int = 1,
                     return_all_decodes: bool = False, prompt_with_targets: bool = False
                     ) -> jax.Array:
-    """int32 [B, L] best decodes ([B, num_decodes, L] with return_all_decodes)."""
+    """int32 [B, L] best decodes ([B, num_decodes, L] with return_all_decodes).
+
+    A pure function: jit it with the keyword arguments static (the runtime's
+    `Inference` compiles `decoding_programs` instead, each with its own options).
+    """
     return self.predict_batch_with_aux(
         params, batch, rng, decoder_params=decoder_params, num_decodes=num_decodes,
         return_all_decodes=return_all_decodes, prompt_with_targets=prompt_with_targets)[0]
@@ -202,21 +149,7 @@ class EncoderDecoderModel:
       rng = jax.random.PRNGKey(0)
     prompt_keys = ("decoder_prompt_tokens",) if "decoder_prompt_tokens" in batch else ()
     inputs = {k: batch[k] for k in ("encoder_input_tokens", "decoder_input_tokens") + prompt_keys}
-    rows = inputs["encoder_input_tokens"].shape[0] * num_decodes
-    try:
-      # Two programs, so the encoder and the loop each get the options that suit them.
-      encoded, cache = self._predict_jit(rows, "encoder")(params, inputs)
-      seqs, scores = self._predict_jit(rows, "loop")(params, inputs, encoded, cache, rng,
-                                                     **static)
-    except jax.errors.JaxRuntimeError as e:
-      raise_if_options_refused(e, PREDICT_OPTIONS_BINDING, self.predict_compiler_options)
-      raise
-    except ValueError as e:
-      if "top-level" not in str(e):
-        raise
-      # Called inside another jit, which JAX does not let a jit with compiler options
-      # nest in: that outer jit compiles the whole decode, with its own options.
-      seqs, scores = self._predict_impl(params, inputs, rng, **static)
+    seqs, scores = self._predict_impl(params, inputs, rng, **static)
     if return_all_decodes:
       return seqs, {"scores": scores}
     return seqs[:, 0], {"scores": scores[:, 0]}
@@ -228,8 +161,8 @@ class EncoderDecoderModel:
 
     encode(params, batch) -> (encoded, cache); loop(params, batch, encoded, cache, rng)
     -> (int32 [B, num_decodes, L] decodes, float32 [B, num_decodes] scores), best first.
-    Compile each with compiler_options_for_predict(platform, rows, 'encoder' / 'loop'),
-    as predict_batch does (the runtime's Inference adds its shardings).
+    Two programs, so a runtime can compile the encoder and the loop each with the
+    options that suit it (see runtime/platform.py).
     """
     static = self._decode_settings(decoder_params, num_decodes, prompt_with_targets)
     return self._predict_encoder, functools.partial(self._predict_loop, **static)
@@ -303,36 +236,6 @@ class EncoderDecoderModel:
     seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
                                   max_decode_len=max_len, **kwargs)
     return seqs.astype(jnp.int32), scores.astype(jnp.float32)
-
-
-_PREDICT_STATIC = ("decoder_items", "num_decodes", "prompt_with_targets")
-
-
-@functools.cache
-def _cpu_has_avx512() -> bool:
-  """Whether this host's CPU has AVX-512 (Linux's /proc/cpuinfo; False where unreadable)."""
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      return any(line.startswith("flags") and "avx512f" in line.split() for line in f)
-  except OSError:
-    return False
-
-
-@functools.cache
-def _xla_accepts(options: tuple[tuple[str, Any], ...]) -> bool:
-  """Whether this jaxlib's XLA knows these options (a renamed flag must not break decoding)."""
-  try:
-    jax.jit(lambda x: x + 1, compiler_options=dict(options)).lower(0.0).compile()
-    return True
-  except jax.errors.JaxRuntimeError:
-    return False
-
-
-def raise_if_options_refused(error: Exception, binding: str,
-                             options: Mapping[str, Any] | None) -> None:
-  """Raises a ValueError naming the gin binding if `error` is XLA refusing one of `options`."""
-  if options and any(name in str(error) for name in options):
-    raise ValueError(f"{binding}={dict(options)!r}: {error}") from error
 
 
 def _split_cross_cache(cache) -> tuple[dict, dict]:

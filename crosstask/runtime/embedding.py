@@ -1,7 +1,7 @@
 """Batched, sharded encoder embeddings of tokenized texts (the embedding path's engine).
 
 Like `inference.Inference`: the global batch is a multiple of the mesh's data
-axis, each host feeds its slice, parameters keep their training placement.
+axis (`batching`), parameters keep their training placement.
 Texts are sorted by length and padded to a power-of-two bucket, so a long
 abstract does not pad a whole batch of titles and few shapes get compiled.
 """
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from crosstask.runtime import checkpoints, inference, optimizers, partitioning, restoring
+from crosstask.runtime import batching, checkpoints, optimizers, partitioning, restoring
 from crosstask.runtime import trainer as trainer_lib
 
 POOLINGS = ('mean', 'first')
@@ -50,8 +50,7 @@ class Embedder:
     if pooling not in POOLINGS:
       raise ValueError(f'pooling must be one of {POOLINGS}, got {pooling!r}')
     self.partitioner = partitioner
-    n = partitioner.data_size
-    self.batch_size = max(n, -(-batch_size // n) * n)
+    self.batch_size = batching.global_batch_size(batch_size, partitioner.data_size)
     self._embed = jax.jit(lambda params, batch: model.embed(params, batch, pooling=pooling),
                           in_shardings=(param_shardings, partitioner.data_sharding),
                           out_shardings=partitioner.data_sharding)
@@ -59,8 +58,6 @@ class Embedder:
   def embed(self, params, token_lists: Sequence[Sequence[int]], max_length: int) -> np.ndarray:
     order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
     out: list[np.ndarray | None] = [None] * len(token_lists)
-    per_host = self.batch_size // jax.process_count()
-    lo = jax.process_index() * per_host
     with self.partitioner.context():
       for start in range(0, len(order), self.batch_size):
         chunk = order[start:start + self.batch_size]
@@ -68,8 +65,9 @@ class Embedder:
         tokens = np.zeros((self.batch_size, length), np.int32)
         for row, i in enumerate(chunk):
           tokens[row, :len(token_lists[i])] = token_lists[i]
-        batch = self.partitioner.shard_batch({'encoder_input_tokens': tokens[lo:lo + per_host]})
-        vectors = inference._to_host(self._embed(params, batch))  # pylint: disable=protected-access
+        batch = batching.to_device({'encoder_input_tokens': tokens},
+                                   self.partitioner.data_sharding)
+        vectors = batching.to_host(self._embed(params, batch))
         for row, i in enumerate(chunk):
           out[i] = vectors[row]
     return np.stack(out).astype(np.float32) if out else np.zeros((0, 0), np.float32)

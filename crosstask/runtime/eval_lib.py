@@ -5,7 +5,7 @@ from typing import Any
 import gin
 
 from crosstask.runtime import checkpoints, data, evaluation, gin_utils, inference
-from crosstask.runtime import partitioning
+from crosstask.runtime import partitioning, platform
 from crosstask.runtime import progress
 from crosstask.runtime.restoring import checkpoint_dirs, params_template
 
@@ -27,6 +27,8 @@ def evaluate(*,
   `num_decodes` is the beam size when the model decodes with beam search.
   """
   partitioner = partitioner or partitioning.Partitioner()
+  # The model's 'auto' attention and remat become the platform's choices.
+  model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
   data.check_run_vocabulary(model, dataset_cfg)
   template = params_template(model, partitioner, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),

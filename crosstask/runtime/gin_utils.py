@@ -22,6 +22,7 @@ CONFIGURABLE_MODULES = (
     'crosstask.runtime.train_lib', 'crosstask.runtime.eval_lib', 'crosstask.runtime.infer_lib',
     'crosstask.runtime.optimizers', 'crosstask.runtime.partitioning',
     'crosstask.runtime.checkpoints', 'crosstask.runtime.data', 'crosstask.runtime.trainer',
+    'crosstask.runtime.platform',
     'crosstask.models.model', 'crosstask.models.network', 'crosstask.models.config',
     'crosstask.models', 'crosstask.tasks.vocabularies')
 
@@ -171,12 +172,13 @@ def write_operative_config(model_dir: str) -> None:
 
 
 def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
-             host_malloc: str | None = None) -> None:
+             job: str | None = None) -> None:
   """Entry-point body: parse the command line, apply side flags, call `fn` via gin.
 
-  `host_malloc`: glibc malloc settings for XLA:CPU's temporaries, made before JAX
-  starts (see `host_memory`): 'train' (one arena) or 'infer' (glibc's arenas, for
-  decoding, scoring and embedding); None leaves glibc's defaults.
+  `job` ('train', or 'infer' for decoding, scoring and embedding) applies the
+  platform profile (`platform`): the host allocator's settings before JAX starts,
+  then, once gin is parsed, the PRNG implementation and compilation cache. None
+  leaves the process as it is.
   """
   argv = sys.argv[1:] if argv is None else list(argv)
   if not argv or argv[0] in ('-h', '--help', 'help'):
@@ -188,13 +190,10 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   tfds_data_dir = other.pop('tfds_data_dir', None)
   if other:
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
-  if host_malloc not in (None, 'train', 'infer'):
-    raise ValueError(f"host_malloc={host_malloc!r}: expected 'train', 'infer' or None")
-  if host_malloc:
-    from crosstask.runtime import host_memory  # Before TF's or JAX's threads first allocate.
-    try:
-      logging.info('host malloc: %s',
-                   host_memory.tune_for_xla_cpu(one_arena=host_malloc == 'train'))
+  from crosstask.runtime import platform  # pylint: disable=import-outside-toplevel
+  if job is not None:
+    try:  # Before TF's or JAX's threads first allocate.
+      logging.info('host malloc: %s', platform.prepare_host(job))
     except ValueError as e:  # A bad $CROSSTASK_MALLOC.
       raise SystemExit(f'ERROR: {e}') from e
   if tfds_data_dir is not None:
@@ -204,6 +203,12 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     parse(files, bindings, paths)
     from crosstask.runtime import partitioning
     partitioning.initialize_distributed()
+    if job is not None:
+      try:
+        chosen = platform.profile()
+      except ValueError as e:  # e.g. a platform.profile.name that names no platform
+        raise GinConfigError(str(e)) from e
+      platform.apply(chosen)
     call_configured(fn, what)
     for model_dir in _OUTPUT_DIRS:
       write_operative_config(model_dir)

@@ -9,7 +9,7 @@ import gin
 import numpy as np
 
 from crosstask.runtime import checkpoints, data, gin_utils, inference, restoring
-from crosstask.runtime import partitioning
+from crosstask.runtime import partitioning, platform
 
 
 def _text(ex: dict, key: str, vocab) -> str:
@@ -36,6 +36,8 @@ def infer(*,
   forces each example's targets as its decoder prompt (see eval_script.evaluate).
   """
   partitioner = partitioner or partitioning.Partitioner()
+  # The model's 'auto' attention and remat become the platform's choices.
+  model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
   data.import_tasks(dataset_cfg.module)
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)

@@ -8,10 +8,8 @@ from typing import Any, Callable, Iterator
 
 import jax
 import numpy as np
-from jax.experimental import multihost_utils
 
-from crosstask.models import model as model_lib
-from crosstask.runtime import data, partitioning
+from crosstask.runtime import batching, partitioning, platform
 
 MODEL_KEYS = ('encoder_input_tokens', 'decoder_input_tokens', 'decoder_target_tokens',
               'decoder_loss_weights', 'encoder_segment_ids', 'decoder_segment_ids',
@@ -19,10 +17,9 @@ MODEL_KEYS = ('encoder_input_tokens', 'decoder_input_tokens', 'decoder_target_to
 
 
 def _without_autotuning(ds):
-  """`ds` without tf.data's autotuning thread, which held up the deletion of a finished
-  iterator until its next scheduled wake (after decoding, 2-core CPU): the period
-  doubles from 10 ms, so passes ended at 0.31, 0.63, 1.27, 2.55 or 10.23 s, e.g. an
-  8.1 s pass took 10.2 (benchmarks/README.md). Eval sets are read once and cached,
+  """`ds` without tf.data's autotuning thread, which holds up the deletion of a finished
+  iterator until its next scheduled wake, a period that doubles as it sleeps, so a
+  pass could end seconds after its last batch. Eval sets are read once and cached,
   so there is little to tune; AUTOTUNE maps then run with as many threads as cores.
   """
   import tensorflow as tf  # The dataset is tf.data's: TensorFlow is already loaded.
@@ -31,28 +28,22 @@ def _without_autotuning(ds):
   return ds.with_options(options)
 
 
-def _to_host(x) -> np.ndarray:
-  if jax.process_count() > 1:
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-  return np.asarray(x)
-
-
 class Inference:
   """Jitted predict/score for `model` with parameters placed by `param_shardings`."""
 
   def __init__(self, model: Any, partitioner: partitioning.Partitioner,
                param_shardings: Any, batch_size: int,
                decoder_params: dict | None = None, prompt_with_targets: bool = False,
-               num_decodes: int = 1):
+               num_decodes: int = 1, profile: platform.Profile | None = None):
     self.model = model
     self.partitioner = partitioner
-    n = partitioner.data_size
-    self.batch_size = max(n, -(-batch_size // n) * n)  # A multiple of the data axis.
+    self.batch_size = batching.global_batch_size(batch_size, partitioner.data_size)
     data_sharding = partitioner.data_sharding
+    # None: the profile of the mesh's devices (or the one gin names).
+    self.profile = platform.for_mesh(partitioner.mesh) if profile is None else profile
 
-    # A decode is two programs, as in model.predict_batch: the encoder, then the
-    # decoding loop, each compiled with the model's XLA options for this platform,
-    # part and rows a step (model.compiler_options_for_predict); scoring with XLA's.
+    # A decode is two programs: the encoder, then the decoding loop, each compiled
+    # with the platform profile's XLA options for it; scoring with XLA's.
     encode, loop = model.decoding_programs(decoder_params=decoder_params,
                                            num_decodes=num_decodes,
                                            prompt_with_targets=prompt_with_targets)
@@ -64,11 +55,8 @@ class Inference:
       seqs, scores = loop(params, batch, encoded, cache, jax.random.PRNGKey(0))
       return seqs[:, 0], {'scores': scores[:, 0]}
 
-    platform = partitioner.mesh.devices.flat[0].platform
-    self._predict_options = {
-        part: model.compiler_options_for_predict(platform, self.batch_size * num_decodes,
-                                                 part)
-        for part in model_lib.PREDICT_PARTS}
+    self._predict_options = {program: self.profile.decoding_compiler_options(program)
+                             for program in platform.DECODING_PROGRAMS}
     # The encoder's outputs keep the shardings it gave them on the way into the loop.
     self._encode = jax.jit(encode, in_shardings=(param_shardings, data_sharding),
                            compiler_options=self._predict_options['encoder'] or None)
@@ -80,13 +68,9 @@ class Inference:
   def _batches(self, ds) -> Iterator[tuple[np.ndarray, dict, int]]:
     """(indices, padded global batch, real rows) for an enumerated dataset."""
     for index, feats in _without_autotuning(ds.batch(self.batch_size)).as_numpy_iterator():
-      feats, n = data.pad_batch({k: v for k, v in feats.items() if k in MODEL_KEYS},
-                                self.batch_size)
-      # Every host reads the whole eval set; each contributes its slice of the batch.
-      per_host = self.batch_size // jax.process_count()
-      lo = jax.process_index() * per_host
-      feats = {k: v[lo:lo + per_host] for k, v in feats.items()}
-      yield np.asarray(index), self.partitioner.shard_batch(feats), n
+      feats, n = batching.pad_rows({k: v for k, v in feats.items() if k in MODEL_KEYS},
+                                   self.batch_size)
+      yield np.asarray(index), batching.to_device(feats, self.partitioner.data_sharding), n
 
   def predict_with_aux(self, params, ds) -> tuple[list, dict[str, list]]:
     out, scores = [], []
@@ -95,10 +79,11 @@ class Inference:
         try:
           tokens, aux = self._decode(params, batch, *self._encode(params, batch))
         except jax.errors.JaxRuntimeError as e:
-          model_lib.raise_if_options_refused(
-              e, model_lib.PREDICT_OPTIONS_BINDING, self.model.predict_compiler_options)
+          for options in self._predict_options.values():
+            platform.raise_if_options_refused(
+                e, 'platform.profile.decode_compiler_options', options)
           raise
-        tokens, s = _to_host(tokens)[:n], _to_host(aux['scores'])[:n]
+        tokens, s = batching.to_host(tokens)[:n], batching.to_host(aux['scores'])[:n]
         out.extend((int(i), t.tolist()) for i, t in zip(index, tokens))
         scores.extend(float(x) for x in s)
     return out, {'scores': scores}
@@ -110,7 +95,7 @@ class Inference:
     out = []
     with self.partitioner.context():
       for index, batch, n in self._batches(ds):
-        s = _to_host(self._score(params, batch))[:n]
+        s = batching.to_host(self._score(params, batch))[:n]
         out.extend((int(i), float(x)) for i, x in zip(index, s))
     return out
 

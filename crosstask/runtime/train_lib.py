@@ -16,7 +16,8 @@ import jax
 import numpy as np
 
 from crosstask.runtime import checkpoints, data, faults, gin_utils, inference, input_state
-from crosstask.runtime import optimizers, partitioning, progress, trainer as trainer_lib
+from crosstask.runtime import optimizers, partitioning, platform, progress
+from crosstask.runtime import trainer as trainer_lib
 
 
 def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetConfig,
@@ -88,6 +89,8 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
            total_steps, eval_period, eval_steps, random_seed, num_microbatches, log_every,
            summarize_config_fn, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
   tx, schedule = optimizer_fn()
+  # The model's 'auto' attention and remat become the platform's choices.
+  model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
   trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
                                 data.model_input_shapes(train_dataset_cfg),
                                 num_microbatches=num_microbatches)

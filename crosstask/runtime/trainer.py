@@ -13,13 +13,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from crosstask.models import model as model_lib
 from crosstask.runtime import host_memory
 from crosstask.runtime import partitioning
+from crosstask.runtime import platform
 
 State = dict[str, Any]
-# The train step's XLA options on CPU unless `Trainer.compiler_options` says otherwise.
-CPU_COMPILER_OPTIONS = {'xla_cpu_scheduler_type': 'CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED'}
 
 
 @gin.configurable(module='trainer')
@@ -32,15 +30,12 @@ class Trainer:
                input_shapes: Mapping[str, tuple[int, ...]],
                num_microbatches: int = 1,
                skip_nonfinite_batches: bool = False,
-               compiler_options: Mapping[str, Any] | None = None):
+               profile: platform.Profile | None = None):
     self.model = model
-    # XLA options for the train step's compilation. None: on CPU, XLA's
-    # memory-optimized scheduler, which orders the step for a lower peak at no
-    # measurable cost in speed (benchmarks/memory.py); {} keeps XLA's default.
-    if compiler_options is None:
-      on_cpu = partitioner.mesh.devices.flat[0].platform == 'cpu'
-      compiler_options = CPU_COMPILER_OPTIONS if on_cpu else {}
-    self.compiler_options = dict(compiler_options)
+    # The train step compiles with the platform profile's XLA options (None: the
+    # profile of the mesh's devices, or the one gin names).
+    self.profile = platform.for_mesh(partitioner.mesh) if profile is None else profile
+    self.compiler_options = dict(self.profile.train_compiler_options)
     # Either way a step whose loss or gradients are NaN/Inf changes
     # nothing; the train loop then stops (default) or counts the skipped batch.
     self.skip_nonfinite_batches = skip_nonfinite_batches
@@ -159,7 +154,8 @@ class Trainer:
       try:
         return jitted.lower(state, batch, rng).compile()
       except jax.errors.JaxRuntimeError as e:
-        model_lib.raise_if_options_refused(e, 'Trainer.compiler_options', self.compiler_options)
+        platform.raise_if_options_refused(e, 'platform.profile.train_compiler_options',
+                                          self.compiler_options)
         raise
 
   def train_step(self, state: State, batch: Mapping[str, jax.Array], rng) -> tuple[State, dict]:

@@ -56,15 +56,6 @@ def test_tiny_model_trains_and_decodes_from_gin():
   assert out.shape == (2, 4)
 
 
-def test_decoding_compiler_options_bind_from_gin():
-  model = builder.model_from_gin(["crosstask/gin/t5_1_1/tiny.gin"], [
-      "NUM_EMBEDDINGS = 512",
-      "model.EncoderDecoderModel.predict_compiler_options = {'xla_cpu_enable_fast_math': False}"])
-  for part in ("encoder", "loop"):
-    assert model.compiler_options_for_predict("cpu", 8, part) == {
-        "xla_cpu_enable_fast_math": False}
-
-
 def test_reading_a_config_leaves_gin_open_for_more_configurables():
   import gin
   builder.config_from_gin("crosstask/gin/t5_1_1/tiny.gin")

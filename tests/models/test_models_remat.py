@@ -10,7 +10,7 @@ import pytest
 
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
-from crosstask.runtime.trainer import CPU_COMPILER_OPTIONS
+from crosstask.runtime import platform
 
 CFG = TransformerConfig(vocab_size=64, d_model=32, d_ff=64, num_heads=4, d_kv=8,
                         num_encoder_layers=2, num_decoder_layers=2, activations=("gelu", "linear"),
@@ -62,7 +62,8 @@ def _compiled_grad_temp_bytes(policy: str, layers: int) -> int:
     logits = model.apply({"params": p}, enc, dec, dec, enable_dropout=True,
                          rngs={"dropout": jax.random.PRNGKey(1)})
     return jnp.mean(jax.nn.logsumexp(logits, -1))
-  compiled = jax.jit(jax.grad(loss), compiler_options=CPU_COMPILER_OPTIONS).lower(
+  options = dict(platform.PROFILES["cpu"].train_compiler_options)  # as the CPU train step
+  compiled = jax.jit(jax.grad(loss), compiler_options=options).lower(
       params, tokens, tokens).compile()
   return compiled.memory_analysis().temp_size_in_bytes
 

@@ -1,4 +1,5 @@
-"""The entry points' malloc settings: XLA:CPU's step temporaries stop costing page faults.
+"""The entry points' malloc settings on CPU: XLA:CPU's step temporaries stop costing
+page faults.
 
 The tuned cases run in subprocesses: the settings hold for a whole process and must
 come before JAX's threads first allocate, so pytest's own process is never tuned.
@@ -12,7 +13,7 @@ import sys
 
 import pytest
 
-from crosstask.runtime import host_memory
+from crosstask.runtime import host_memory, platform
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -52,8 +53,7 @@ def job():
   print(json.dumps({'faults': faults, 'temp_pages': temps / 4096, 'arenas': arenas(),
                     'async_dispatch': jax.config.values['jax_cpu_enable_async_dispatch']}))
 
-gin_utils.run_main(job, ['--gin_search_paths=' + tempfile.gettempdir()],
-                   host_malloc=sys.argv[1])
+gin_utils.run_main(job, ['--gin_search_paths=' + tempfile.gettempdir()], job=sys.argv[1])
 """
 
 
@@ -96,14 +96,15 @@ def test_entry_points_keep_temporaries_in_the_heap_without_page_faults():
 @pytest.mark.parametrize('env, said', [
     ({host_memory.ENV: 'system'}, 'glibc defaults ($CROSSTASK_MALLOC=system)'),
     ({'GLIBC_TUNABLES': 'glibc.malloc.arena_max=2'}, 'malloc settings from GLIBC_TUNABLES'),
-    ({'JAX_PLATFORMS': 'cuda,cpu'}, 'glibc defaults (JAX may use cuda)'),
+    ({'JAX_PLATFORMS': 'cuda,cpu'}, 'glibc defaults (JAX will use gpu)'),
+    ({'JAX_PLATFORMS': 'tpu'}, 'glibc defaults (JAX will use tpu)'),
 ])
 def test_left_alone_when_told_or_on_an_accelerator(monkeypatch, env, said):
   for k in (host_memory.ENV, 'GLIBC_TUNABLES', 'JAX_PLATFORMS'):
     monkeypatch.delenv(k, raising=False)
   for k, v in env.items():
     monkeypatch.setenv(k, v)
-  assert host_memory.tune_for_xla_cpu() == said
+  assert platform.prepare_host('train') == said
 
 
 def test_unknown_setting_names_the_variable(monkeypatch):
@@ -116,26 +117,10 @@ def test_entry_point_stops_on_an_unknown_setting(monkeypatch):
   from crosstask.runtime import gin_utils
   monkeypatch.setenv(host_memory.ENV, 'jemalloc')
   with pytest.raises(SystemExit, match=r"ERROR: \$CROSSTASK_MALLOC='jemalloc'"):
-    gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], what='test',
-                       host_malloc='infer')
+    gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], what='test', job='infer')
 
 
-def test_each_entry_point_asks_for_its_malloc_settings(monkeypatch):
-  import importlib
+def test_an_unknown_job_is_refused():
   from crosstask.runtime import gin_utils
-  asked = {}
-
-  def run_main(fn, *args, host_malloc=None, **kwargs):
-    asked[fn.__name__] = host_malloc
-
-  monkeypatch.setattr(gin_utils, 'run_main', run_main)
-  for module in ('train', 'infer', 'eval.__main__', 'embed', 'relevance'):
-    importlib.import_module(f'crosstask.{module}').main()
-  assert asked == {'train': 'train', 'infer': 'infer', 'evaluate': 'infer', 'embed': 'infer',
-                   'rank': 'infer'}
-
-
-def test_an_unknown_malloc_choice_is_refused():
-  from crosstask.runtime import gin_utils
-  with pytest.raises(ValueError, match="host_malloc='one_arena'"):
-    gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], host_malloc='one_arena')
+  with pytest.raises(SystemExit, match="job='one_arena'"):
+    gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], job='one_arena')

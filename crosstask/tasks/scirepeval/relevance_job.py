@@ -15,7 +15,7 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import checkpoints, embedding, inference, partitioning
+from crosstask.runtime import batching, checkpoints, embedding, partitioning
 
 
 class TargetScorer:
@@ -24,8 +24,7 @@ class TargetScorer:
   def __init__(self, model: Any, partitioner: partitioning.Partitioner,
                param_shardings: Any, batch_size: int):
     self.partitioner = partitioner
-    n = partitioner.data_size
-    self.batch_size = max(n, -(-batch_size // n) * n)
+    self.batch_size = batching.global_batch_size(batch_size, partitioner.data_size)
     self._score = jax.jit(model.score_batch,
                           in_shardings=(param_shardings, partitioner.data_sharding),
                           out_shardings=partitioner.data_sharding)
@@ -36,8 +35,6 @@ class TargetScorer:
     dec_len = embedding.bucket_length(len(target), 64, minimum=4)
     order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
     out = np.zeros(len(inputs), np.float32)
-    per_host = self.batch_size // jax.process_count()
-    lo = jax.process_index() * per_host
     with self.partitioner.context():
       for start in range(0, len(order), self.batch_size):
         chunk = order[start:start + self.batch_size]
@@ -51,8 +48,8 @@ class TargetScorer:
         feats = {'encoder_input_tokens': enc, 'decoder_input_tokens': dec_in,
                  'decoder_target_tokens': tgt,
                  'decoder_loss_weights': (tgt > 0).astype(np.int32)}
-        batch = self.partitioner.shard_batch({k: v[lo:lo + per_host] for k, v in feats.items()})
-        scores = inference._to_host(self._score(params, batch))  # pylint: disable=protected-access
+        batch = batching.to_device(feats, self.partitioner.data_sharding)
+        scores = batching.to_host(self._score(params, batch))
         out[chunk] = scores[:len(chunk)]
     return out
 
