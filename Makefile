@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-fast bench clean
 
 $(STAMP): setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --durations=15 tests
+
+# The inner loop: everything but the end-to-end tests marked `slow`.
+test-fast: $(STAMP)
+	$(PY) -m pytest -n 2 -m "not slow" -q tests
 
 # All benchmarks (~40 min on 2 cores; BENCH_ARGS=--quick for a smoke run), then the
 # table in benchmarks/README.md.

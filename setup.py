@@ -15,7 +15,7 @@ CORE = [
     "safetensors>=0.8",
     "sentencepiece>=0.2",
     "rouge-score>=0.1.2",
-    "rapidfuzz>=3.0",  # C LCS behind eval.rouge's fast path
+    "rapidfuzz>=3.0",  # C LCS behind metrics.rouge's fast path
     "pysbd>=0.3.4",  # offline English sentence splitting for rougeLsum
     # The `rouge` package is CSL's official ROUGE-L (crosstask.metrics.csl_official)
     # and the scorer SciTLDR's oracle script picks sentences with.

@@ -6,7 +6,10 @@ import jax.numpy as jnp
 
 _ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "linear")
 _DTYPES = ("float32", "bfloat16", "float16")
-REMAT_POLICIES = ("none", "full", "minimal")
+# "auto" is for the runtime's platform profile to replace; the model reads it as the
+# first real choice ("none" remat, "xla" attention).
+REMAT_POLICIES = ("auto", "none", "full", "dots", "minimal")
+ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "flash")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,9 +20,18 @@ class TransformerConfig:
   LongLM, ("gelu", "linear") the gated-GELU of T5 1.1 / mT5. "gelu" is the tanh
   approximation (HF `gelu_new`, T5X), "gelu_exact" the erf form.
   `remat_policy` trades compute for activation memory in training, like T5X's: "none"
-  keeps every activation, "full" recomputes each layer in the backward pass, "minimal"
-  keeps the weight matmul outputs and recomputes the rest (attention, norms, activations);
-  models/remat.py keeps XLA from running several layers' backward passes at once.
+  keeps every activation, "full" recomputes each layer in the backward pass (keeps only
+  its inputs), "dots" keeps every matmul output (`dots_saveable`, attention logits
+  included), "minimal" keeps the weight matmul outputs only
+  (`dots_with_no_batch_dims_saveable`) and recomputes attention, norms and
+  activations; "auto" is read as "none" (models/remat.py).
+  `attention` picks the attention implementation: "xla" (einsum; "auto" is read as
+  "xla"), "dot_product", "cudnn" or "flash" (fused kernels that skip dropout on the
+  attention probabilities; models/attention.py).
+  `scan_layers` runs each layer stack as one `nn.scan` over stacked parameters (a
+  leading "layers" axis, params under `layers` instead of `layers_0..N-1`): the
+  compiler sees one layer instead of N, which cuts compile time and compile memory
+  of deep models; models/layer_stacking.py converts parameters between the layouts.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
   """
@@ -42,7 +54,9 @@ class TransformerConfig:
   decoder_start_id: int = 0
   dtype: str = "bfloat16"
   param_dtype: str = "float32"
-  remat_policy: str = "none"
+  remat_policy: str = "auto"
+  attention: str = "auto"
+  scan_layers: bool = False
 
   def __post_init__(self):
     # Gin hands lists; keep the record hashable.
@@ -70,6 +84,11 @@ class TransformerConfig:
     if self.remat_policy not in REMAT_POLICIES:
       raise ValueError(f"TransformerConfig.remat_policy must be one of {REMAT_POLICIES}, "
                        f"got {self.remat_policy!r}")
+    if self.attention not in ATTENTION_IMPLEMENTATIONS:
+      raise ValueError(f"TransformerConfig.attention must be one of {ATTENTION_IMPLEMENTATIONS}, "
+                       f"got {self.attention!r}")
+    if not isinstance(self.scan_layers, bool):
+      raise ValueError(f"TransformerConfig.scan_layers must be a bool, got {self.scan_layers!r}")
     for name in ("dtype", "param_dtype"):
       if getattr(self, name) not in _DTYPES:
         raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")

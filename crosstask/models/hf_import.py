@@ -11,6 +11,7 @@ false` in transformers 5, and always for model_type mt5) the output layer is imp
 copied from `lm_head.weight`, or from `shared.weight` when the file has no lm_head.
 """
 
+import dataclasses
 import json
 import pathlib
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from crosstask.models import layer_stacking
 from crosstask.models import network
 from crosstask.models.config import TransformerConfig
 
@@ -191,7 +193,14 @@ def load_hf_checkpoint(folder: str | pathlib.Path, *, dtype: str = "float32"
 
 
 def params_from_hf_tensors(config: TransformerConfig, tensors: Mapping[str, np.ndarray]) -> dict:
-  """HF state dict (name -> array) -> crosstask params for `config`."""
+  """HF state dict (name -> array) -> crosstask params for `config`.
+
+  HF keeps one tensor per layer; with `config.scan_layers` they are stacked into the
+  scanned layout (models/layer_stacking.py).
+  """
+  if config.scan_layers:
+    unscanned = dataclasses.replace(config, scan_layers=False)
+    return layer_stacking.stack_layers(params_from_hf_tensors(unscanned, tensors))
   tensors = dict(tensors)
   shapes = flax.traverse_util.flatten_dict(abstract_params(config))
   specs = _specs(config)
@@ -226,8 +235,10 @@ def params_from_hf_tensors(config: TransformerConfig, tensors: Mapping[str, np.n
 
 
 def hf_tensors_from_params(config: TransformerConfig, params: Mapping) -> dict[str, np.ndarray]:
-  """crosstask params (boxed or not) -> HF state dict of float32 numpy arrays."""
-  flat = flax.traverse_util.flatten_dict(nn.meta.unbox(dict(params)))
+  """crosstask params (boxed or not, scanned or not) -> HF state dict of float32 numpy arrays."""
+  params = layer_stacking.to_layout(
+      jax.tree.map(np.asarray, nn.meta.unbox(flax.core.unfreeze(params))), "unstacked")
+  flat = flax.traverse_util.flatten_dict(params)
   out = {}
   for hf_name, path, kind in _specs(config):
     if path not in flat:

@@ -11,11 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from crosstask.models import attention
 from crosstask.models.config import TransformerConfig
 
-# Added to attention logits of masked pairs (T5X uses the same finite value, which
-# keeps fully masked rows finite).
-NEG_INF = -1e10
+NEG_INF = attention.NEG_INF
 
 
 def _param(module: nn.Module, name: str, init: Callable, shape: tuple[int, ...],
@@ -27,10 +26,9 @@ def dense(x: jax.Array, w: jax.Array) -> jax.Array:
   """`x[..., d]` times `w[d, ...]`, computed as one `[tokens, d] x [d, out]` matmul.
 
   Why flatten: the weight gradient of a product with batch and length as two
-  contracted axes made XLA:CPU write one operand transposed, inside the elementwise
-  backward of the layer before it (`[1024, 2048]` writes of 38-75 ms each in the T5
-  small step), and compute that elementwise chain twice. With the tokens as one axis
-  it takes both operands as they are (benchmarks/README.md).
+  contracted axes lets the compiler write one operand transposed (inside the
+  elementwise backward of the layer before it) and compute that elementwise chain
+  twice. With the tokens as one axis both operands are read as they are.
   """
   out = x.reshape(-1, x.shape[-1]) @ w.reshape(w.shape[0], -1)
   return out.reshape(x.shape[:-1] + w.shape[1:])
@@ -125,17 +123,22 @@ class RelativePositionBias(nn.Module):
 class MultiHeadAttention(nn.Module):
   """T5 attention: no 1/sqrt(d) scaling (folded into the query init), optional kv cache.
 
-  With decode=True, self-attention caches keys/values of past tokens (length
-  `cache_length`, default the input length) and cross-attention caches the projected
-  encoder keys/values, so each step projects only the new token.
+  `config.attention` picks the implementation (models/attention.py): "xla" (and
+  "auto") is the einsum path below, the others fused kernels. With decode=True,
+  self-attention caches keys/values of past tokens (length `cache_length`, default the
+  input length) and cross-attention caches the projected encoder keys/values, so each
+  step projects only the new token; decoding always takes the einsum path.
   """
   config: TransformerConfig
   is_cross_attention: bool = False
 
   @nn.compact
-  def __call__(self, inputs_q: jax.Array, inputs_kv: jax.Array, bias: jax.Array | None,
-               *, decode: bool = False, enable_dropout: bool = False,
-               cache_length: int | None = None) -> jax.Array:
+  def __call__(self, inputs_q: jax.Array, inputs_kv: jax.Array,
+               mask: attention.AttentionMask | None, position_bias: jax.Array | None = None,
+               *, decode: bool = False, decode_position: jax.Array | None = None,
+               enable_dropout: bool = False, cache_length: int | None = None) -> jax.Array:
+    """`position_bias` is float32 [1, heads, q, k]; `decode_position` (the step being
+    decoded) is needed for decode=True self-attention steps after the cache exists."""
     cfg = self.config
     dt, pdt = cfg.compute_dtype, cfg.params_dtype
     h, d, dm = cfg.num_heads, cfg.d_kv, cfg.d_model
@@ -149,18 +152,30 @@ class MultiHeadAttention(nn.Module):
     def project(x, w):
       return nn.with_logical_constraint(dense(x, w.astype(dt)), qkv_names)
 
+    def output(out):  # [b, q, h, d] -> [b, q, d_model]
+      # One contracted axis of h*d, laid out as the stored [h, d, m] weight already is,
+      # so the weight is read as stored instead of being transposed on every call.
+      out = out.reshape(out.shape[:2] + (h * d,))
+      out = dense(out, wo.reshape(h * d, dm).astype(dt))
+      return nn.with_logical_constraint(out, ("batch", "length", "embed"))
+
+    if cfg.attention in attention.FUSED and not decode:
+      if mask is None:
+        raise ValueError("fused attention needs an AttentionMask (got None)")
+      out = attention.fused_attention(cfg.attention, project(inputs_q, wq),
+                                      project(inputs_kv, wk), project(inputs_kv, wv), mask,
+                                      position_bias)
+      return output(out)
+
     def project_heads_first(x, w):
       return jnp.swapaxes(project(x, w), 1, 2)
 
-    # Heads-first operands ([b, h, len, d]) make both products plain batched
-    # matmuls. Contracting [b, len, h, d] directly leaves XLA:CPU a strided
-    # batched dot that ran the attention forward 3-5x slower (benchmarks/README.md).
-    # The decoding caches are heads-first too, so a decoding step transposes only
-    # its new token, never the cached encoder keys or the past keys.
-    # The cached encoder keys are stored keys-last ([b, h, d, len]): a step's
-    # [q, d] x [d, len] products with a few query rows (beam copies) ran 1.6-1.8x
-    # faster on XLA:CPU than against [len, d] keys, one query row about the same
-    # (benchmarks/README.md).
+    # Heads-first operands ([b, h, len, d]) make both products plain batched matmuls,
+    # with no strided batch dimension for the compiler to lay out. The decoding caches
+    # are heads-first too, so a decoding step transposes only its new token, never the
+    # cached encoder keys or the past keys. The cached encoder keys are stored
+    # keys-last ([b, h, d, len]): each step's product with a few query rows (beam
+    # copies) is then a plain [q, d] x [d, len] matmul over the cache as stored.
     query = project_heads_first(inputs_q, wq)
     keys_last = decode and self.is_cross_attention
     if keys_last:
@@ -175,23 +190,30 @@ class MultiHeadAttention(nn.Module):
     else:
       key, value = project_heads_first(inputs_kv, wk), project_heads_first(inputs_kv, wv)
 
+    # The layer's bias: its padding / segment mask plus the shared position bias, added
+    # here rather than once per stack, so the position bias's gradient is summed over
+    # the batch inside each layer's backward pass instead of every layer handing back a
+    # [batch, heads, q, k] gradient to be summed at the end of the stack.
+    bias = position_bias
+    if mask is not None:
+      bias = mask.bias() if bias is None else mask.bias() + bias
     if decode and not self.is_cross_attention:
       initialized = self.has_variable("cache", "cached_key")
       b, length = key.shape[0], cache_length or key.shape[2]
       cached_key = self.variable("cache", "cached_key", jnp.zeros, (b, h, length, d), key.dtype)
       cached_value = self.variable("cache", "cached_value", jnp.zeros, (b, h, length, d),
                                    value.dtype)
-      cache_index = self.variable("cache", "cache_index", lambda: jnp.array(0, jnp.int32))
       if initialized:
         if query.shape[2] != 1:
           raise ValueError(f"decode=True expects one token per step, got length {query.shape[2]}")
-        idx = cache_index.value
+        if decode_position is None:
+          raise ValueError("decode=True steps need decode_position (the index being decoded)")
+        idx = decode_position
         key = jax.lax.dynamic_update_slice(cached_key.value, key.astype(cached_key.value.dtype),
                                            (0, 0, idx, 0))
         value = jax.lax.dynamic_update_slice(cached_value.value,
                                              value.astype(cached_value.value.dtype), (0, 0, idx, 0))
         cached_key.value, cached_value.value = key, value
-        cache_index.value = idx + 1
         visible = jnp.arange(key.shape[2]) <= idx
         step_bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
         bias = step_bias if bias is None else bias + step_bias
@@ -214,13 +236,7 @@ class MultiHeadAttention(nn.Module):
     if groups > 1:  # [B, h, n*q, d] -> [B*n, h, q, d]
       out = jnp.swapaxes(out.reshape(batch, h, groups, -1, d), 1, 2)
       out = out.reshape((batch * groups, h) + out.shape[3:])
-    # One contracted axis of h*d, laid out as the stored [h, d, m] weight already is.
-    # Contracting (h, d) as two axes let XLA:CPU pick the order (d, h) and copy the
-    # weight into it on every call, 16 weight copies per decoding step of T5 small.
-    out = jnp.swapaxes(out, 1, 2)
-    out = out.reshape(out.shape[:2] + (h * d,))
-    out = dense(out, wo.reshape(h * d, dm).astype(dt))
-    return nn.with_logical_constraint(out, ("batch", "length", "embed"))
+    return output(jnp.swapaxes(out, 1, 2))
 
 
 class MlpBlock(nn.Module):

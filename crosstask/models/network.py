@@ -9,6 +9,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from crosstask.models import attention
 from crosstask.models import layers
 from crosstask.models import remat
 from crosstask.models.config import TransformerConfig
@@ -16,73 +17,83 @@ from crosstask.models.config import TransformerConfig
 _EMBED = ("batch", "length", "embed")
 
 
-def _bias_from_mask(mask: jax.Array) -> jax.Array:
-  """Boolean [B, q, k] -> additive float32 bias [B, 1, q, k]."""
-  return jnp.where(mask[:, None], 0.0, layers.NEG_INF).astype(jnp.float32)
+class _Layer(nn.Module):
+  """What encoder and decoder layers share: flags as attributes, so remat and scan
+  see only arrays as call arguments, and each call returns (output, None) as
+  `nn.scan` wants."""
+  config: TransformerConfig
+  enable_dropout: bool = False
+  decode: bool = False
+  cache_length: int | None = None
 
 
-def _pair_mask(q_valid: jax.Array, k_valid: jax.Array, q_segments=None, k_segments=None):
-  mask = q_valid[:, :, None] & k_valid[:, None, :]
-  if q_segments is not None:
-    mask &= q_segments[:, :, None] == k_segments[:, None, :]
-  return mask
+def _dropout(layer: _Layer, y: jax.Array) -> jax.Array:
+  return nn.Dropout(layer.config.dropout_rate)(y, deterministic=not layer.enable_dropout)
 
 
-def _layer_bias(mask_bias: jax.Array | None, position_bias: jax.Array) -> jax.Array:
-  """A layer's attention bias: its padding / segment mask plus the shared position bias.
+def _attention_sublayer(layer: _Layer, x, keys_values, mask, position_bias, *, norm: str,
+                        name: str, cross: bool = False, decode_position=None):
+  """x + dropout(attention(norm(x), keys_values or norm(x))): one pre-norm residual block."""
+  y = layers.RMSNorm(layer.config, name=norm)(x)
+  y = layers.MultiHeadAttention(layer.config, is_cross_attention=cross, name=name)(
+      y, y if keys_values is None else keys_values, mask, position_bias, decode=layer.decode,
+      decode_position=decode_position, enable_dropout=layer.enable_dropout,
+      cache_length=None if cross else layer.cache_length)
+  return x + _dropout(layer, y)
 
-  Added in each layer, not once for the stack: the learned position bias
-  ([1, h, q, k]) then gets its gradient summed over the batch inside each layer's
-  backward pass. A stack-wide [B, h, q, k] sum made every layer hand back a
-  [B, h, q, k] gradient, and XLA kept all of them until their sum at the end
-  (benchmarks/README.md, "Knobs that matter for memory").
+
+def _mlp_sublayer(layer: _Layer, x):
+  y = layers.RMSNorm(layer.config, name="pre_mlp_layer_norm")(x)
+  y = layers.MlpBlock(layer.config, name="mlp")(y, enable_dropout=layer.enable_dropout)
+  return nn.with_logical_constraint(x + _dropout(layer, y), _EMBED)
+
+
+class EncoderLayer(_Layer):
+
+  @nn.compact
+  def __call__(self, x, position_bias, mask):
+    x = _attention_sublayer(self, x, None, mask, position_bias,
+                            norm="pre_attention_layer_norm", name="attention")
+    return _mlp_sublayer(self, x), None
+
+
+class DecoderLayer(_Layer):
+
+  @nn.compact
+  def __call__(self, x, position_bias, self_mask, encoded, cross_mask, decode_position=None):
+    x = _attention_sublayer(self, x, None, self_mask, position_bias,
+                            norm="pre_self_attention_layer_norm", name="self_attention",
+                            decode_position=decode_position)
+    x = _attention_sublayer(self, x, encoded, cross_mask, None,
+                            norm="pre_cross_attention_layer_norm",
+                            name="encoder_decoder_attention", cross=True)
+    return _mlp_sublayer(self, x), None
+
+
+def _layer_stack(layer_cls: type[_Layer], cfg: TransformerConfig, num_layers: int,
+                 x: jax.Array, *args, enable_dropout: bool, decode: bool = False,
+                 cache_length: int | None = None) -> jax.Array:
+  """`num_layers` layers of `layer_cls` over x, each given `args` (shared by all layers).
+
+  Unscanned, the layers' params are `layers_0 .. layers_{N-1}`; with
+  `cfg.scan_layers`, one `layers` subtree whose leaves carry a leading layer axis
+  (logical axis "layers"), and the decoding cache a layer axis after the batch
+  (axis 1), so the batch stays the leading axis that decoding repeats and reorders.
+  Remat applies to training and scoring passes, never to decoding steps.
   """
-  return position_bias if mask_bias is None else mask_bias + position_bias
-
-
-def _maybe_remat(layer_cls: type[nn.Module], cfg: TransformerConfig, static_argnums: tuple[int, ...]):
-  """The layer class, rematerialised per `cfg.remat_policy` (flags passed positionally)."""
-  if cfg.remat_policy == "none":
-    return layer_cls
-  return remat.remat_layer(layer_cls, cfg.remat_policy, static_argnums)
-
-
-class EncoderLayer(nn.Module):
-  config: TransformerConfig
-
-  @nn.compact
-  def __call__(self, x, mask_bias, position_bias, enable_dropout=False):
-    cfg = self.config
-    drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=not enable_dropout)
-    y = layers.RMSNorm(cfg, name="pre_attention_layer_norm")(x)
-    y = layers.MultiHeadAttention(cfg, name="attention")(
-        y, y, _layer_bias(mask_bias, position_bias), enable_dropout=enable_dropout)
-    x = x + drop(y)
-    y = layers.RMSNorm(cfg, name="pre_mlp_layer_norm")(x)
-    y = layers.MlpBlock(cfg, name="mlp")(y, enable_dropout=enable_dropout)
-    return nn.with_logical_constraint(x + drop(y), _EMBED)
-
-
-class DecoderLayer(nn.Module):
-  config: TransformerConfig
-
-  @nn.compact
-  def __call__(self, x, encoded, self_mask_bias, position_bias, cross_bias, enable_dropout=False,
-               decode=False, cache_length=None):
-    cfg = self.config
-    drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=not enable_dropout)
-    y = layers.RMSNorm(cfg, name="pre_self_attention_layer_norm")(x)
-    y = layers.MultiHeadAttention(cfg, name="self_attention")(
-        y, y, _layer_bias(self_mask_bias, position_bias), decode=decode,
-        enable_dropout=enable_dropout, cache_length=cache_length)
-    x = x + drop(y)
-    y = layers.RMSNorm(cfg, name="pre_cross_attention_layer_norm")(x)
-    y = layers.MultiHeadAttention(cfg, is_cross_attention=True, name="encoder_decoder_attention")(
-        y, encoded, cross_bias, decode=decode, enable_dropout=enable_dropout)
-    x = x + drop(y)
-    y = layers.RMSNorm(cfg, name="pre_mlp_layer_norm")(x)
-    y = layers.MlpBlock(cfg, name="mlp")(y, enable_dropout=enable_dropout)
-    return nn.with_logical_constraint(x + drop(y), _EMBED)
+  if not decode:
+    layer_cls = remat.remat_layer(layer_cls, cfg.remat_policy, prevent_cse=not cfg.scan_layers)
+  flags = dict(enable_dropout=enable_dropout, decode=decode, cache_length=cache_length)
+  if cfg.scan_layers:
+    scanned = nn.scan(layer_cls, variable_axes={"params": 0, "cache": 1},
+                      split_rngs={"params": True, "dropout": True},
+                      in_axes=(nn.broadcast,) * len(args), length=num_layers,
+                      metadata_params={nn.PARTITION_NAME: "layers"})
+    x, _ = scanned(cfg, **flags, name="layers")(x, *args)
+    return x
+  for i in range(num_layers):
+    x, _ = layer_cls(cfg, **flags, name=f"layers_{i}")(x, *args)
+  return x
 
 
 class Encoder(nn.Module):
@@ -93,16 +104,15 @@ class Encoder(nn.Module):
   def __call__(self, tokens, segment_ids=None, *, enable_dropout=False):
     cfg = self.config
     valid = tokens > 0
-    mask_bias = _bias_from_mask(_pair_mask(valid, valid, segment_ids, segment_ids))
+    mask = attention.AttentionMask.from_valid(valid, valid, segment_ids, segment_ids)
     length = tokens.shape[1]
     position_bias = layers.RelativePositionBias(cfg, bidirectional=True, name="relpos_bias")(
         length, length)
     x = self.shared_embedding(tokens)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
-    layer_cls = _maybe_remat(EncoderLayer, cfg, static_argnums=(4,))  # self=0: enable_dropout
-    for i in range(cfg.num_encoder_layers):
-      x = layer_cls(cfg, name=f"layers_{i}")(x, mask_bias, position_bias, enable_dropout)
+    x = _layer_stack(EncoderLayer, cfg, cfg.num_encoder_layers, x, position_bias, mask,
+                     enable_dropout=enable_dropout)
     x = layers.RMSNorm(cfg, name="encoder_norm")(x)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     return nn.with_logical_constraint(x, _EMBED)
@@ -121,23 +131,27 @@ class Decoder(nn.Module):
     relpos = layers.RelativePositionBias(cfg, bidirectional=False, name="relpos_bias")
     enc_valid = encoder_tokens > 0
     stepping = decode and self.has_variable("cache", "position")
+    decode_position = None
     if stepping:
-      # One new token: its row of the causal bias; the attention cache masks the future.
+      # One new token: its row of the position bias; the attention cache masks the future.
       if max_decode_length is None:
         raise ValueError("max_decode_length is required when decoding step by step")
       position = self.variable("cache", "position", lambda: jnp.array(0, jnp.int32))
-      self_mask_bias, position_bias = None, relpos(1, max_decode_length, position.value)
-      position.value = position.value + 1
-      cross_bias = _bias_from_mask(enc_valid[:, None, :])  # [B, 1, 1, S]
+      decode_position = position.value
+      self_mask, position_bias = None, relpos(1, max_decode_length, decode_position)
+      position.value = decode_position + 1
+      # The encoder's batch: beam copies of an example share its row (MultiHeadAttention).
+      one_query = jnp.ones((enc_valid.shape[0], 1), bool)
+      cross_mask = attention.AttentionMask.from_valid(one_query, enc_valid)
     else:
       if decode:  # cache initialisation call
         self.variable("cache", "position", lambda: jnp.array(0, jnp.int32))
       q_valid = target_tokens > 0 if target_tokens is not None else jnp.ones_like(tokens, bool)
-      causal = jnp.tril(jnp.ones((length, length), bool))[None]
-      self_mask = _pair_mask(q_valid, q_valid, segment_ids, segment_ids) & causal
-      self_mask_bias, position_bias = _bias_from_mask(self_mask), relpos(length, length)
-      cross_bias = _bias_from_mask(
-          _pair_mask(q_valid, enc_valid, segment_ids, encoder_segment_ids))
+      self_mask = attention.AttentionMask.from_valid(q_valid, q_valid, segment_ids, segment_ids,
+                                                     causal=True)
+      position_bias = relpos(length, length)
+      cross_mask = attention.AttentionMask.from_valid(q_valid, enc_valid, segment_ids,
+                                                      encoder_segment_ids)
     if cfg.decoder_start_id:
       # Inputs hold T5X's start/pad id 0 (feature converter, decoding loop); models trained
       # with another start token (LongLM: 1) see that one. Masks come from the targets.
@@ -145,11 +159,9 @@ class Decoder(nn.Module):
     x = self.shared_embedding(tokens)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
-    # Remat only helps the backward pass; step-by-step decoding keeps the plain layer.
-    layer_cls = DecoderLayer if decode else _maybe_remat(DecoderLayer, cfg, static_argnums=(6, 7, 8))
-    for i in range(cfg.num_decoder_layers):
-      x = layer_cls(cfg, name=f"layers_{i}")(x, encoded, self_mask_bias, position_bias, cross_bias,
-                                             enable_dropout, decode, max_decode_length)
+    x = _layer_stack(DecoderLayer, cfg, cfg.num_decoder_layers, x, position_bias, self_mask,
+                     encoded, cross_mask, decode_position, enable_dropout=enable_dropout,
+                     decode=decode, cache_length=max_decode_length)
     x = layers.RMSNorm(cfg, name="decoder_norm")(x)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     if cfg.logits_via_embedding:

@@ -13,6 +13,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from crosstask.models import layer_stacking
 from crosstask.runtime import input_state
 
 STEP_PREFIX = 'checkpoint'  # Step directories are named like T5X's: checkpoint_<step>.
@@ -176,18 +177,27 @@ def load_hf_params(path: str, abstract_params: Any) -> Any:
   """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed."""
   from crosstask.models import hf_import
   _, params = hf_import.load_hf_checkpoint(path)
+  params = layer_stacking.to_layout(params, layer_stacking.layout(abstract_params))
   _compare_shapes(_flat(params), _flat(abstract_params), path)
-  def place(a, x):  # Each host places its own shards (device_put cannot reach other hosts).
+  return _place(abstract_params, params)
+
+
+def _place(abstract: Any, host_tree: Any) -> Any:
+  """Host arrays placed like `abstract`; each host places its own shards (device_put
+  cannot reach other hosts)."""
+  def place(a, x):
     x = np.asarray(x, a.dtype)
     return jax.make_array_from_callback(a.shape, a.sharding, lambda index: x[index])
-  return jax.tree.map(place, abstract_params, params)
+  return jax.tree.map(place, abstract, host_tree)
 
 
 def load_params(path: str, abstract_params: Any) -> Any:
   """Only the parameters of a checkpoint, placed like `abstract_params` (shape-checked).
 
   `path` is an orbax checkpoint (a step, a model directory, or a 'state' item)
-  or a Hugging Face folder, as written by `crosstask.models.hf_import`.
+  or a Hugging Face folder, as written by `crosstask.models.hf_import`. Layer
+  stacks load whichever way they were saved: scanned (`layers`) or unscanned
+  (`layers_0 ..`) parameters are converted to the layout of `abstract_params`.
   """
   if os.path.isdir(path) and is_hf_checkpoint(path):
     return load_hf_params(path, abstract_params)
@@ -196,6 +206,10 @@ def load_params(path: str, abstract_params: Any) -> Any:
   meta = getattr(meta, 'item_metadata', meta)
   meta = getattr(meta, 'tree', meta)
   has_params_key = isinstance(meta, dict) and 'params' in meta
+  saved_layout = layer_stacking.layout(meta['params'] if has_params_key else meta)
+  wanted_layout = layer_stacking.layout(abstract_params)
+  if saved_layout and wanted_layout and saved_layout != wanted_layout:
+    return _load_params_other_layout(state_dir, abstract_params, saved_layout, has_params_key)
   check_shapes(state_dir, abstract_params, 'params' if has_params_key else None)
   target = {'params': abstract_params} if has_params_key else abstract_params
   restore_args = jax.tree.map(
@@ -205,6 +219,28 @@ def load_params(path: str, abstract_params: Any) -> Any:
       state_dir, args=ocp.args.PyTreeRestore(item=target, restore_args=restore_args,
                                              partial_restore=True))
   return out['params'] if has_params_key else out
+
+
+def _load_params_other_layout(state_dir: str, abstract_params: Any, saved_layout: str,
+                              has_params_key: bool) -> Any:
+  """Parameters saved with the other layer layout (scanned vs not), converted and placed.
+
+  Read to host memory in the saved layout, restacked, then placed like
+  `abstract_params` (each host places its own shards).
+  """
+  saved_abstract = layer_stacking.to_layout(
+      jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), abstract_params),
+      saved_layout)
+  check_shapes(state_dir, saved_abstract, 'params' if has_params_key else None)
+  target = {'params': saved_abstract} if has_params_key else saved_abstract
+  restore_args = jax.tree.map(lambda a: ocp.RestoreArgs(restore_type=np.ndarray, dtype=a.dtype),
+                              target)
+  out = ocp.PyTreeCheckpointer().restore(
+      state_dir, args=ocp.args.PyTreeRestore(item=target, restore_args=restore_args,
+                                             partial_restore=True))
+  params = layer_stacking.to_layout(out['params'] if has_params_key else out,
+                                    layer_stacking.layout(abstract_params))
+  return _place(abstract_params, params)
 
 
 def to_abstract(tree: Any) -> Any:

@@ -1,0 +1,156 @@
+"""T5 attention through fused kernels, keeping the relative-position bias and packing masks.
+
+T5 attention differs from the textbook form in ways every implementation here keeps:
+logits are not scaled by 1/sqrt(d) (the scale is folded into the query initialisation,
+so the kernels get `scale=1.0` / `sm_scale=1.0`), a learned per-head relative-position
+bias is added to the logits, and padding, packed segments and (decoder self-attention)
+causality decide who may attend to whom.
+
+`TransformerConfig.attention` picks the implementation:
+
+- "xla" (and "auto", which the runtime's platform profile replaces): the einsum path
+  in `layers.MultiHeadAttention`. It materialises the [batch, heads, q, k] logits,
+  probabilities and dropout mask of every layer.
+- "dot_product": `jax.nn.dot_product_attention(..., implementation=None)`, XLA's
+  version of the very call "cudnn" makes; it runs on any backend, so CPU tests
+  exercise the bias and masks that the cuDNN kernel receives.
+- "cudnn": the same call with `implementation="cudnn"` (GPU; bfloat16 or float16).
+  jax folds the boolean mask into the bias before the kernel, so the kernel reads one
+  [batch, heads, q, k] bias but never writes logits or probabilities to memory.
+- "flash": the Pallas TPU flash-attention kernel
+  (`jax.experimental.pallas.ops.tpu.flash_attention`), with the position bias as its
+  `ab` input (the kernel wants it per example: [batch, heads, q, k]) and the masks as
+  `segment_ids`. Lengths are padded here to a multiple of 128, the kernel's block.
+
+Fused kernels never hold the attention probabilities, so they cannot drop them out:
+the fused implementations skip dropout on attention probabilities (as MaxText does);
+residual, MLP and embedding dropout still apply. Step-by-step decoding with the
+key/value cache always takes the "xla" path: one query row per step leaves nothing
+for a fused kernel to save.
+
+Outputs at padding query positions (rows with nothing to attend to) are unspecified
+and differ between implementations; they never reach a non-padding position or a
+weighted loss.
+"""
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+FUSED = ("dot_product", "cudnn", "flash")
+
+# Added to attention logits of masked pairs (T5X uses the same finite value, which
+# keeps fully masked rows finite).
+NEG_INF = -1e10
+
+# Segment ids of padding: queries and keys get different ones, so padding never
+# matches padding and a padding row attends to nothing (its output is unspecified).
+_QUERY_PAD, _KEY_PAD = -1, -2
+_FLASH_BLOCK = 128  # the kernel's lane width: kv blocks must be multiples of it
+
+
+@flax.struct.dataclass
+class AttentionMask:
+  """Who may attend to whom, as per-token segment ids that every implementation reads.
+
+  A query attends to a key when their segment ids are equal (and, if `causal`, the key
+  is not after the query). Padding has negative ids that match nothing; unpacked
+  inputs have one segment, 0. The XLA path expands this into an additive
+  [batch, 1, q, k] bias, `dot_product` / `cudnn` into a boolean mask, and `flash`
+  hands the ids to the kernel as they are.
+  """
+  q_segments: jax.Array  # int32 [batch, q]
+  k_segments: jax.Array  # int32 [batch, k]
+  causal: bool = flax.struct.field(pytree_node=False, default=False)
+
+  @classmethod
+  def from_valid(cls, q_valid: jax.Array, k_valid: jax.Array,
+                 q_segment_ids: jax.Array | None = None,
+                 k_segment_ids: jax.Array | None = None, *, causal: bool = False
+                 ) -> "AttentionMask":
+    """From boolean [batch, len] non-padding flags and optional packing segment ids."""
+    def ids(valid, segment_ids, pad):
+      seg = 0 if segment_ids is None else jnp.asarray(segment_ids, jnp.int32)
+      return jnp.where(valid, seg, pad).astype(jnp.int32)
+    return cls(ids(q_valid, q_segment_ids, _QUERY_PAD), ids(k_valid, k_segment_ids, _KEY_PAD),
+               causal)
+
+  def allowed(self, *, with_causal: bool = True) -> jax.Array:
+    """Boolean [batch, 1, q, k]: True where the query may attend to the key."""
+    ok = self.q_segments[:, :, None] == self.k_segments[:, None, :]
+    if self.causal and with_causal:
+      q_len, k_len = ok.shape[1:]
+      ok &= jnp.tril(jnp.ones((q_len, k_len), bool))[None]
+    return ok[:, None]
+
+  def bias(self) -> jax.Array:
+    """Additive float32 [batch, 1, q, k]: 0 where allowed, NEG_INF elsewhere."""
+    return jnp.where(self.allowed(), 0.0, NEG_INF).astype(jnp.float32)
+
+
+def fused_attention(implementation: str, query: jax.Array, key: jax.Array, value: jax.Array,
+                    mask: AttentionMask, position_bias: jax.Array | None) -> jax.Array:
+  """Attention of [batch, len, heads, d] operands -> [batch, q, heads, d].
+
+  `position_bias` is float32 [1, heads, q, k] (or None, for cross-attention);
+  `implementation` one of FUSED.
+  """
+  if implementation in ("dot_product", "cudnn"):
+    bias = position_bias
+    if implementation == "cudnn":
+      if query.dtype not in (jnp.bfloat16, jnp.float16):
+        raise ValueError(f"TransformerConfig.attention='cudnn' needs dtype bfloat16 or "
+                         f"float16, got query dtype {query.dtype}")
+      bias = None if bias is None else bias.astype(query.dtype)
+    return jax.nn.dot_product_attention(
+        query, key, value, bias=bias, mask=mask.allowed(with_causal=False), scale=1.0,
+        is_causal=mask.causal, implementation=None if implementation == "dot_product" else "cudnn")
+  if implementation == "flash":
+    out = flash_attention(jnp.swapaxes(query, 1, 2), jnp.swapaxes(key, 1, 2),
+                          jnp.swapaxes(value, 1, 2), mask, position_bias)
+    return jnp.swapaxes(out, 1, 2)
+  raise ValueError(f"fused attention implementation must be one of {FUSED}, "
+                   f"got {implementation!r}")
+
+
+def _pad_to_block(x: jax.Array, axis: int, fill=0) -> jax.Array:
+  extra = -x.shape[axis] % _FLASH_BLOCK
+  if not extra:
+    return x
+  widths = [(0, 0)] * x.ndim
+  widths[axis] = (0, extra)
+  return jnp.pad(x, widths, constant_values=fill)
+
+
+def _block(length: int) -> int:
+  """The largest of 512, 256, 128 dividing `length` (a multiple of 128)."""
+  return next(b for b in (512, 256, _FLASH_BLOCK) if length % b == 0)
+
+
+def flash_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: AttentionMask,
+                    position_bias: jax.Array | None) -> jax.Array:
+  """Pallas TPU flash attention of heads-first [batch, heads, len, d] operands.
+
+  Lengths are padded to a multiple of 128 with padding segment ids (and the output
+  cut back), so any sequence length runs. Off TPU, run it under
+  `jax.experimental.pallas.tpu.force_tpu_interpret_mode()` (how the tests do).
+  """
+  from jax.experimental.pallas.ops.tpu import flash_attention as pallas_flash  # pylint: disable=g-import-not-at-top
+  batch, heads, q_len, _ = query.shape
+  k_len = key.shape[2]
+  q, k, v = _pad_to_block(query, 2), _pad_to_block(key, 2), _pad_to_block(value, 2)
+  segments = pallas_flash.SegmentIds(
+      q=_pad_to_block(mask.q_segments, 1, _QUERY_PAD),
+      kv=_pad_to_block(mask.k_segments, 1, _KEY_PAD))
+  ab = None
+  if position_bias is not None:
+    ab = jnp.broadcast_to(position_bias.astype(jnp.float32), (batch, heads, q_len, k_len))
+    ab = _pad_to_block(_pad_to_block(ab, 2), 3)
+  bq, bk = _block(q.shape[2]), _block(k.shape[2])
+  blocks = pallas_flash.BlockSizes(
+      block_q=bq, block_k_major=bk, block_k=bk, block_b=1,
+      block_q_major_dkv=bq, block_k_major_dkv=bk, block_k_dkv=bk, block_q_dkv=bq,
+      block_k_major_dq=bk, block_k_dq=bk, block_q_dq=bq)
+  out = pallas_flash.flash_attention(q, k, v, ab, segments, causal=mask.causal, sm_scale=1.0,
+                                     block_sizes=blocks)
+  return out[:, :, :q_len]

@@ -1,0 +1,117 @@
+"""scan_layers: the scanned stacks compute what the unscanned ones do, from the same weights
+(stacked by layer_stacking), in training, decoding and HF import / export."""
+
+import dataclasses
+import functools
+import types
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from crosstask.models import decoding
+from crosstask.models import hf_import
+from crosstask.models import layer_stacking
+from crosstask.models.config import TransformerConfig
+from crosstask.models.model import EncoderDecoderModel
+from crosstask.models.network import Transformer
+
+CFG = TransformerConfig(vocab_size=48, d_model=32, d_ff=64, num_heads=4, d_kv=8,
+                        num_encoder_layers=2, num_decoder_layers=3, activations=("gelu", "linear"),
+                        logits_via_embedding=False, dropout_rate=0.1, dtype="float32",
+                        relative_attention_num_buckets=8, relative_attention_max_distance=16)
+SCANNED = dataclasses.replace(CFG, scan_layers=True, remat_policy="full")
+VOCAB = types.SimpleNamespace(eos_id=1, vocab_size=48)
+
+
+def _batch(seed=0, b=3, enc_len=10, dec_len=7):
+  rng = np.random.default_rng(seed)
+  enc = rng.integers(2, 48, (b, enc_len)).astype(np.int32)
+  enc[1, 6:] = 0
+  tgt = rng.integers(2, 48, (b, dec_len)).astype(np.int32)
+  tgt[0, 4:] = 0
+  dec = np.concatenate([np.zeros((b, 1), np.int32), tgt[:, :-1]], 1)
+  return {"encoder_input_tokens": enc, "decoder_input_tokens": dec, "decoder_target_tokens": tgt,
+          "decoder_loss_weights": (tgt > 0).astype(np.float32)}
+
+
+@functools.cache
+def _params():
+  b = _batch()
+  variables = jax.jit(Transformer(CFG).init)(jax.random.PRNGKey(0), b["encoder_input_tokens"],
+                                             b["decoder_input_tokens"])
+  return nn.meta.unbox(variables["params"])
+
+
+def _loss_logits_grads(cfg, params):
+  b = _batch()
+  model = Transformer(cfg)
+
+  def loss(p):
+    logits = model.apply({"params": p}, b["encoder_input_tokens"], b["decoder_input_tokens"],
+                         b["decoder_target_tokens"])
+    logp = jax.nn.log_softmax(logits)
+    token = -jnp.take_along_axis(logp, b["decoder_target_tokens"][..., None], -1)[..., 0]
+    return jnp.sum(token * b["decoder_loss_weights"]), logits
+
+  (value, logits), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+  return value, logits, grads
+
+
+def test_scanned_params_are_the_stacked_unscanned_ones():
+  b = _batch()
+  variables = jax.eval_shape(Transformer(SCANNED).init, jax.random.PRNGKey(0),
+                             b["encoder_input_tokens"], b["decoder_input_tokens"])
+  want = jax.tree.map(lambda x: x.shape, layer_stacking.stack_layers(_params()))
+  assert jax.tree.map(lambda x: x.shape, nn.meta.unbox(variables["params"])) == want
+  wo = variables["params"]["decoder"]["layers"]["mlp"]["wo"]
+  assert wo.names == ("layers", "mlp", "embed")  # the stacked axis has its own logical name
+  assert layer_stacking.layout(variables["params"]) == "stacked"
+  assert layer_stacking.layout(_params()) == "unstacked"
+
+
+def test_scanned_equals_unscanned_in_logits_loss_and_gradients():
+  loss, logits, grads = _loss_logits_grads(CFG, _params())
+  s_loss, s_logits, s_grads = _loss_logits_grads(SCANNED, layer_stacking.stack_layers(_params()))
+  np.testing.assert_allclose(s_logits, logits, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(s_loss, loss, rtol=1e-6)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+               s_grads, layer_stacking.stack_layers(grads))
+
+
+def test_stack_and_unstack_round_trip_and_refuse_gaps():
+  params = _params()
+  back = layer_stacking.unstack_layers(layer_stacking.stack_layers(params))
+  jax.tree.map(np.testing.assert_array_equal, back, params)
+  gap = {"encoder": {"layers_0": {"w": np.zeros(2)}, "layers_2": {"w": np.zeros(2)}}}
+  with pytest.raises(ValueError, match="layers_0 .. layers_"):
+    layer_stacking.stack_layers(gap)
+
+
+@pytest.mark.parametrize("decode_fn,params", [
+    (decoding.temperature_sample, {"temperature": 0.0}),  # greedy
+    (decoding.beam_search, {}),  # 2 beams: the cache is repeated and reordered per beam
+])
+def test_decoding_scanned_equals_unscanned(decode_fn, params):
+  batch = _batch(seed=3)
+  outputs = []
+  for cfg, weights in ((CFG, _params()), (SCANNED, layer_stacking.stack_layers(_params()))):
+    model = EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
+    outputs.append(np.asarray(model.predict_batch(weights, batch, decoder_params=params,
+                                                  num_decodes=2 if params == {} else 1)))
+  np.testing.assert_array_equal(outputs[1], outputs[0])
+  assert outputs[0].shape[0] == 3 and (outputs[0] > 1).any()
+
+
+def test_hf_import_and_export_with_scanned_layers(tmp_path):
+  folder = hf_import.save_hf_checkpoint(tmp_path / "hf", CFG, _params())
+  tensors = hf_import.read_tensors(folder)
+  scanned = hf_import.params_from_hf_tensors(SCANNED, tensors)
+  unscanned = hf_import.params_from_hf_tensors(CFG, tensors)
+  jax.tree.map(np.testing.assert_array_equal, scanned, layer_stacking.stack_layers(unscanned))
+  exported = hf_import.hf_tensors_from_params(SCANNED, scanned)
+  assert sorted(exported) == sorted(tensors)
+  for name, value in tensors.items():
+    np.testing.assert_array_equal(exported[name], value, err_msg=name)
