@@ -39,6 +39,8 @@ _BACKEND_ALIASES = {'cpu': 'cpu', 'gpu': 'gpu', 'cuda': 'gpu', 'rocm': 'gpu', 't
 # TransformerConfig fields a model may leave at 'auto', and the Profile field that fills
 # each in.
 _AUTO_FIELDS = {'attention': 'attention', 'remat_policy': 'remat'}
+# Compute dtypes cuDNN's fused attention accepts.
+_HALF = ('bfloat16', 'float16')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +210,10 @@ def resolve_model(model: Any, chosen: Profile) -> Any:
     return model
   changes = {field: getattr(chosen, source) for field, source in _AUTO_FIELDS.items()
              if getattr(config, field, None) == 'auto'}
+  if changes.get('attention') == 'cudnn' and getattr(config, 'dtype', None) not in _HALF:
+    # cuDNN's fused kernel takes half precision only; a float32 model gets XLA's
+    # version of the same call.
+    changes['attention'] = 'dot_product'
   if not changes:
     return model
   resolved = copy.copy(model)

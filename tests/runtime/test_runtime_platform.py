@@ -174,14 +174,18 @@ def test_resolve_model_fills_in_auto_fields_on_a_copy():
   chosen = model_lib.EncoderDecoderModel(_Net(_Config(attention="xla", remat_policy="none")),
                                          VOCAB, VOCAB)
   assert platform.resolve_model(chosen, platform.PROFILES["tpu"]) is chosen
-  # The real network's config: only its fields left at 'auto' (if any) change.
-  plain = model_lib.EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB)
-  resolved = platform.resolve_model(plain, platform.PROFILES["tpu"])
-  auto = [f for f in ("attention", "remat_policy") if getattr(CFG, f, None) == "auto"]
-  assert (resolved is plain) == (not auto)
-  for field in auto:
-    assert getattr(resolved.module.config, field) == {"attention": "flash",
-                                                      "remat_policy": "full"}[field]
+  # The real network: its 'auto' fields take the profile's choices; cuDNN's kernel only
+  # for a half-precision model (float32 gets the same call through XLA).
+  for dtype, gpu_attention in (("bfloat16", "cudnn"), ("float32", "dot_product")):
+    config = dataclasses.replace(CFG, dtype=dtype, attention="auto", remat_policy="auto")
+    real = model_lib.EncoderDecoderModel(Transformer(config), VOCAB, VOCAB)
+    for name, attention, remat in (("cpu", "xla", "none"), ("gpu", gpu_attention, "full"),
+                                   ("tpu", "flash", "full")):
+      resolved = platform.resolve_model(real, platform.PROFILES[name]).module.config
+      assert (resolved.attention, resolved.remat_policy) == (attention, remat), (dtype, name)
+  fixed = model_lib.EncoderDecoderModel(
+      Transformer(dataclasses.replace(CFG, attention="xla", remat_policy="none")), VOCAB, VOCAB)
+  assert platform.resolve_model(fixed, platform.PROFILES["tpu"]) is fixed
 
 
 # ------------------------------------------------------------------ XLA options
