@@ -252,6 +252,7 @@ class Report:
   mfu_bound: float | None
   compile_s: float
   programs: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+  error: str | None = None  # XLA's refusal when the program does not fit
 
   def as_dict(self) -> dict[str, Any]:
     return dataclasses.asdict(self)
@@ -347,22 +348,74 @@ def compile_step(job: Job, devices: Sequence[jax.Device], *, chip: topology_lib.
   layout_name = getattr(partitioner, 'layout', None) or layout or 'data'
   check_batch(job.batch_size, job.num_microbatches if step == 'train' else 1,
               batch_shards(partitioner), f'{topology} (layout {layout_name!r})')
-  trainer = build_trainer(job, partitioner)
+  return compile_trainer(build_trainer(job, partitioner), job, chip=chip, topology=topology,
+                         step=step)
+
+
+def compile_trainer(trainer: trainer_lib.Trainer, job: Job, *,
+                    chip: topology_lib.Chip | None, topology: str, step: str = 'train'
+                    ) -> Report:
+  """`compile_step` for a Trainer already built on the target's devices."""
+  partitioner = trainer.partitioner
+  devices = list(partitioner.mesh.devices.flat)
+  layout_name = getattr(partitioner, 'layout', None) or 'data'
   state = trainer.abstract_state()
   params_bytes = per_chip_bytes(state['params'])
   opt_bytes = per_chip_bytes(state['opt_state'])
   batch = abstract_batch(job.batch_size, job.lengths, job.pack and step == 'train',
                          partitioner.data_sharding)
   start = time.perf_counter()
-  if step == 'train':
-    programs = {'train_step': trainer.compile_train_step(state, batch, abstract_key())}
-  else:
-    programs = _compile_decoding(job, partitioner, state['params'], batch)
+  try:
+    if step == 'train':
+      programs = {'train_step': trainer.compile_train_step(state, batch, abstract_key())}
+    else:
+      programs = _compile_decoding(job, partitioner, state['params'], batch)
+  except jax.errors.JaxRuntimeError as e:
+    # The TPU compiler refuses a program that does not fit the chip's HBM.
+    overflow = _out_of_memory(str(e))
+    if overflow is None:
+      raise
+    return dataclasses.replace(
+        _empty_report(devices, topology, step, layout_name, job),
+        per_chip_gib=overflow[0], fits=False,
+        hbm_gib=float(chip.hbm_gib) if chip is not None else overflow[1],
+        params_gib=params_bytes / GIB, opt_state_gib=opt_bytes / GIB,
+        compile_s=time.perf_counter() - start, error=str(e).strip().splitlines()[0][:500])
   compile_s = time.perf_counter() - start
   return report(programs, chip=chip, devices=devices, topology=topology, step=step,
                 layout=layout_name, batch_size=job.batch_size, lengths=job.lengths,
                 params_bytes=params_bytes,
                 opt_state_bytes=opt_bytes if step == 'train' else 0, compile_s=compile_s)
+
+
+_UNITS = {'': 1, 'B': 1, 'K': 2 ** 10, 'M': 2 ** 20, 'G': 2 ** 30, 'T': 2 ** 40}
+
+
+def _out_of_memory(message: str) -> tuple[float, float] | None:
+  """(needed, capacity) GiB from XLA:TPU's refusal of a program too big for HBM.
+
+  'the total memory required for HLO temporaries (37.38G) exceeds available HBM
+  (15.75G)', or 'Used 20.5G of 15.75G hbm'.
+  """
+  if 'RESOURCE_EXHAUSTED' not in message and 'Ran out of memory' not in message:
+    return None
+  match = (re.search(r'\(([\d.]+)([KMGT]?)\) exceeds available HBM \(([\d.]+)([KMGT]?)\)',
+                     message)
+           or re.search(r'Used ([\d.]+)([KMGT]?) of ([\d.]+)([KMGT]?) hbm', message))
+  if not match:
+    return (float('nan'), float('nan'))
+  used, used_unit, cap, cap_unit = match.groups()
+  return (float(used) * _UNITS[used_unit] / GIB, float(cap) * _UNITS[cap_unit] / GIB)
+
+
+def _empty_report(devices, topology: str, step: str, layout: str, job: Job) -> Report:
+  nothing = {kind: {'count': 0, 'bytes': 0} for kind in COLLECTIVES}
+  return Report(topology=topology, chips=len(devices), step=step, layout=layout,
+                global_batch=job.batch_size, lengths=dict(job.lengths), argument_gib=0.0,
+                output_gib=0.0, alias_gib=0.0, temp_gib=0.0, per_chip_gib=0.0,
+                params_gib=0.0, opt_state_gib=0.0, hbm_gib=None, fits=None,
+                flops_per_chip=0.0, hbm_bytes_per_chip=0.0, collectives=nothing,
+                collective_bytes=0, roofline_step_s=None, mfu_bound=None, compile_s=0.0)
 
 
 def _compile_decoding(job: Job, partitioner: partitioning.Partitioner, params: Any,
@@ -384,6 +437,11 @@ def _compile_decoding(job: Job, partitioner: partitioning.Partitioner, params: A
 
 def format_report(r: Report, chip: topology_lib.Chip | None) -> str:
   """The human-readable table `python -m crosstask.compile` prints."""
+  if r.error:
+    return (f'{r.step} step of global batch {r.global_batch} on {r.topology} '
+            f'(layout {r.layout!r}) DOES NOT FIT: {r.per_chip_gib:.2f} GiB per chip of '
+            f'{r.hbm_gib:.2f} GiB (parameters {r.params_gib:.3f}, optimizer state '
+            f'{r.opt_state_gib:.3f}); XLA: {r.error}')
   lines = [f'{r.step} step of global batch {r.global_batch} x '
            f'{r.lengths["inputs"]}/{r.lengths["targets"]} on {r.topology} '
            f'({r.chips} chips, layout {r.layout!r}), compiled in {r.compile_s:.1f} s',

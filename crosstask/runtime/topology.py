@@ -141,6 +141,9 @@ def compile_only_devices(topology: Topology) -> list[jax.Device]:
   # a machine to run on, not the compile target.
   os.environ.setdefault('TPU_WORKER_HOSTNAMES', 'localhost')
   os.environ.setdefault('TPU_ACCELERATOR_TYPE', 'v5litepod-4')
+  # Compile-only devices touch no chip, so processes need not take turns (tests run
+  # in parallel workers; the lock is for processes driving real chips).
+  os.environ.setdefault('ALLOW_MULTIPLE_LIBTPU_LOAD', '1')
   grid = topology.grid + (1,) * (3 - len(topology.grid))
   try:
     desc = topologies.get_topology_desc(

@@ -53,10 +53,10 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   where = aot.target('v5e:2x2')
   assert [d.platform for d in where.devices] == ['tpu'] * 4
   job = aot.load_job([TINY], SMALL_BATCH)
-  result = aot.compile_step(job, where.devices, chip=where.chip, topology=where.name,
-                            layout=layout, num_partitions=NUM_PARTITIONS[layout])
   partitioner = aot.make_partitioner(where.devices, layout, NUM_PARTITIONS[layout])
-  state = aot.build_trainer(job, partitioner).abstract_state()
+  trainer = aot.build_trainer(job, partitioner)
+  result = aot.compile_trainer(trainer, job, chip=where.chip, topology=where.name)
+  state = trainer.abstract_state()
   params_total, opt_total = _total_bytes(state['params']), _total_bytes(state['opt_state'])
   # Parameters are never split over 'data'; FSDP and tensor axes split (nearly) all.
   shards = math.prod(size for axis, size in partitioner.mesh.shape.items() if axis != 'data')
