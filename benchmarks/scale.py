@@ -76,6 +76,13 @@ def config_fields() -> set[str]:
   return {f.name for f in dataclasses.fields(config.TransformerConfig)}
 
 
+def has_layouts() -> bool:
+  sys.path.insert(0, str(ROOT))
+  import inspect  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import partitioning  # pylint: disable=g-import-not-at-top
+  return 'layout' in inspect.signature(partitioning.Partitioner.__init__).parameters
+
+
 def model_bindings(opts: Options, fields: set[str]) -> list[str]:
   """Gin bindings for the remat / attention / scan options, where the model has them."""
   wanted = {'remat_policy': repr(opts.remat) if opts.remat else None,
@@ -131,7 +138,7 @@ def largest_batch(model: str, topology: str, lengths: tuple[int, int], opts: Opt
     result = tried[batch]
     print(f'  {model} {topology} {opts.layout} batch {batch}: '
           f'{"fits" if result.get("fits") else "no"} '
-          f'{result.get("per_chip_gib", float("nan")):.2f} GiB'
+          f'{result.get("per_chip_gib") or float("nan"):.2f} GiB'
           + (f' ({result["error"][:200]})' if result.get('error') else ''), flush=True)
     return bool(result.get('fits'))
 
@@ -155,11 +162,15 @@ def largest_batch(model: str, topology: str, lengths: tuple[int, int], opts: Opt
   return tried[(low or 1) * shards]
 
 
-def shards_of(topology: str, layout: str, num_partitions: int | None) -> int:
-  """Batch shards: the chips, less the tensor-parallel 'model' axis."""
+def topology_chips(topology: str) -> int:
   sys.path.insert(0, str(ROOT))
   from crosstask.runtime import topology as topology_lib  # pylint: disable=g-import-not-at-top
-  chips = topology_lib.parse(topology).num_chips
+  return topology_lib.parse(topology).num_chips
+
+
+def shards_of(topology: str, layout: str, num_partitions: int | None) -> int:
+  """Batch shards: the chips, less the tensor-parallel 'model' axis."""
+  chips = topology_chips(topology)
   return chips // (num_partitions or 1) if 'tensor' in layout else chips
 
 
@@ -169,9 +180,12 @@ def row(model: str, topology: str, lengths_name: str, opts: Options,
   keep = ('chips', 'per_chip_gib', 'hbm_gib', 'fits', 'flops_per_chip', 'collective_bytes',
           'compile_s', 'params_gib', 'opt_state_gib', 'temp_gib', 'roofline_step_s',
           'mfu_bound', 'error')
+  compiled = result.get('model_options') or {}  # what the config held, where it has it
   return {'model': model, 'topology': topology, 'layout': opts.layout,
-          'remat': opts.remat or 'default', 'attention': opts.attention or 'default',
-          'scan': opts.scan, 'global_batch': result.get('global_batch'),
+          'remat': compiled.get('remat_policy', opts.remat or 'default'),
+          'attention': compiled.get('attention', opts.attention or 'default'),
+          'scan': compiled.get('scan_layers', opts.scan),
+          'global_batch': result.get('global_batch'),
           'lengths': {'inputs': lengths[0], 'targets': lengths[1], 'name': lengths_name},
           **{k: result.get(k) for k in keep}}
 
@@ -218,8 +232,9 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument('--models', default=','.join(TABLE_MODELS),
                       help=f'comma-separated, from {list(MODELS)}')
   parser.add_argument('--topologies', default=','.join(TOPOLOGIES))
-  parser.add_argument('--layouts', default='fsdp',
-                      help="comma-separated Partitioner layouts (data, fsdp, tensor, ...)")
+  parser.add_argument('--layouts', default=None,
+                      help="comma-separated Partitioner layouts (data, fsdp, tensor, ...); "
+                           "default: fsdp where the Partitioner has layouts, else data")
   parser.add_argument('--lengths', default=None,
                       help=f'comma-separated from {list(LENGTHS)}; default: both for '
                            'LongLM, 512/512 for T5')
@@ -245,6 +260,8 @@ def main(argv: list[str] | None = None) -> None:
   if unknown:
     raise SystemExit(f'--models: unknown {unknown}; known: {list(MODELS)}')
   fields = config_fields()
+  if args.layouts is None:
+    args.layouts = 'fsdp' if has_layouts() else 'data'
   results_path = QUICK_RESULTS if args.quick else RESULTS
   done = []
   for layout in args.layouts.split(','):
@@ -259,6 +276,7 @@ def main(argv: list[str] | None = None) -> None:
           shards = shards_of(topology, layout, args.num_partitions)
           result = largest_batch(model, topology, LENGTHS[lengths_name], opts, bindings,
                                  shards, args.quick)
+          result.setdefault('chips', topology_chips(topology))
           done.append(row(model, topology, lengths_name, opts, result))
           merge(results_path, done)
   print(table(json.loads(results_path.read_text())))

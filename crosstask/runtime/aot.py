@@ -253,6 +253,8 @@ class Report:
   compile_s: float
   programs: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
   error: str | None = None  # XLA's refusal when the program does not fit
+  # The network's remat / attention / layer-scan settings, where its config has them.
+  model_options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def as_dict(self) -> dict[str, Any]:
     return dataclasses.asdict(self)
@@ -292,7 +294,8 @@ def report(compiled_programs: Mapping[str, Any], *, chip: topology_lib.Chip | No
   """Sums the programs of one step (the train step; or decoding's encoder and loop).
 
   Memory is the largest program's (they run one after another); FLOPs, HBM bytes
-  and collectives add up.
+  and collectives add up. XLA's cost model counts a loop's body once, so for
+  decoding they are the encoder plus one decoding step, not the whole decode.
   """
   memories = {name: _memory(c) for name, c in compiled_programs.items()}
   costs = {name: _cost(c) for name, c in compiled_programs.items()}
@@ -377,15 +380,18 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: Job, *,
       raise
     return dataclasses.replace(
         _empty_report(devices, topology, step, layout_name, job),
+        model_options=model_options(job),
         per_chip_gib=overflow[0], fits=False,
         hbm_gib=float(chip.hbm_gib) if chip is not None else overflow[1],
         params_gib=params_bytes / GIB, opt_state_gib=opt_bytes / GIB,
         compile_s=time.perf_counter() - start, error=str(e).strip().splitlines()[0][:500])
   compile_s = time.perf_counter() - start
-  return report(programs, chip=chip, devices=devices, topology=topology, step=step,
-                layout=layout_name, batch_size=job.batch_size, lengths=job.lengths,
-                params_bytes=params_bytes,
-                opt_state_bytes=opt_bytes if step == 'train' else 0, compile_s=compile_s)
+  result = report(programs, chip=chip, devices=devices, topology=topology, step=step,
+                  layout=layout_name, batch_size=job.batch_size, lengths=job.lengths,
+                  params_bytes=params_bytes,
+                  opt_state_bytes=opt_bytes if step == 'train' else 0, compile_s=compile_s)
+  result.model_options = model_options(job)
+  return result
 
 
 _UNITS = {'': 1, 'B': 1, 'K': 2 ** 10, 'M': 2 ** 20, 'G': 2 ** 30, 'T': 2 ** 40}
@@ -416,6 +422,14 @@ def _empty_report(devices, topology: str, step: str, layout: str, job: Job) -> R
                 params_gib=0.0, opt_state_gib=0.0, hbm_gib=None, fits=None,
                 flops_per_chip=0.0, hbm_bytes_per_chip=0.0, collectives=nothing,
                 collective_bytes=0, roofline_step_s=None, mfu_bound=None, compile_s=0.0)
+
+
+MODEL_OPTIONS = ('remat_policy', 'attention', 'scan_layers')
+
+
+def model_options(job: Job) -> dict[str, Any]:
+  return {name: getattr(job.config, name) for name in MODEL_OPTIONS
+          if hasattr(job.config, name)}
 
 
 def _compile_decoding(job: Job, partitioner: partitioning.Partitioner, params: Any,

@@ -61,15 +61,18 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   # Parameters are never split over 'data'; FSDP and tensor axes split (nearly) all.
   shards = math.prod(size for axis, size in partitioner.mesh.shape.items() if axis != 'data')
   assert result.params_gib * aot.GIB == pytest.approx(params_total / shards, rel=0.05)
+  opt_per_chip = result.opt_state_gib * aot.GIB
   if layout == 'data':
-    assert result.opt_state_gib * aot.GIB == opt_total  # replicated with the parameters
+    assert opt_per_chip == opt_total  # replicated with the parameters
   else:
-    assert result.opt_state_gib * aot.GIB < 0.75 * opt_total
-  # XLA's plan holds exactly those bytes as arguments, plus the batch, step and key
-  # (and the TPU's tiled-layout padding of small vectors).
+    # Split with the parameters; factored statistics of a dimension no axis splits
+    # (the vocabulary's, under FSDP) stay whole, so not always by `shards`.
+    assert opt_total / shards <= opt_per_chip < opt_total
+  # XLA's plan holds those bytes as arguments, plus the batch, step and key, and the
+  # padding of the TPU's tiled layouts (a few percent on this tiny model's shards).
   batch_bytes = 4 * 8 * (32 + 3 * 16) // partitioner.data_size
   held = (result.params_gib + result.opt_state_gib) * aot.GIB + batch_bytes
-  assert held <= result.argument_gib * aot.GIB <= 1.02 * held + 2 ** 16
+  assert held <= result.argument_gib * aot.GIB <= 1.15 * held
   assert result.fits and result.hbm_gib == 16
   assert result.flops_per_chip > 0 and result.compile_s > 0
   if layout != 'data' or partitioner.mesh.size > 1:
