@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,tpu]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -35,6 +35,12 @@ SCIREPEVAL = [
     "scipy>=1.13",
     "pytrec-eval-terrier>=0.5.6",
 ]
+# Compiling for a TPU slice (`python -m crosstask.compile`) or running on one: jax's
+# own `tpu` extra pins the libtpu build its release was made with (jax 0.10.2:
+# libtpu 0.0.42.*), so the wheel always matches the installed jax. On a machine
+# without a TPU it only adds a backend that finds no device: JAX stays on the CPU
+# (or GPU) as before.
+TPU = ["jax[tpu]>=0.10"]
 TEST = [
     "pytest>=9",
     "pytest-xdist>=3.8",
@@ -52,6 +58,6 @@ setuptools.setup(
     package_data={"": ["*.gin", "*.tsv", "*.md", "*.json", "*.jsonl", "*.summary", "*.txt"]},
     python_requires=">=3.11",
     install_requires=CORE,
-    extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL,
+    extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL, "tpu": TPU,
                     "test": TASKS + SCIREPEVAL + TEST},
 )

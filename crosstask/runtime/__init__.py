@@ -20,6 +20,8 @@
   batching      fixed-size global batches for inference, embedding and scoring
   restoring     what eval and infer share: checkpoint selection, parameter templates
   best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
+  topology      named TPU slices as compile-only devices; each chip's HBM, peak, bandwidth
+  aot           ahead-of-time compiles of a run's step for a slice (`python -m crosstask.compile`)
 
 It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODULE.
 

@@ -66,8 +66,11 @@ class Trainer:
 
   def _compiled_init(self):
     if self._init_compiled is None:
+      # Lowered on the key's shape, not an eager key: an eager key would be placed on
+      # a device, which compile-only (ahead-of-time) devices cannot hold.
+      key = jax.eval_shape(lambda: jax.random.key(0))
       with self.partitioner.context():
-        self._init_compiled = self._init.lower(jax.random.key(0)).compile()
+        self._init_compiled = self._init.lower(key).compile()
     return self._init_compiled
 
   @property
