@@ -8,4 +8,4 @@ machinery every benchmark is built from is `crosstask.tasks.common`.
 """
 
 # Every benchmark package under crosstask/tasks/, in the order `--list` shows them.
-BENCHMARKS = ("csl", "citesum", "clue", "lot", "scirepeval")
+BENCHMARKS = ("csl", "citesum", "clue", "lot", "scirepeval", "xbench")

@@ -63,8 +63,10 @@ def test_task_pipelines_save_and_restore_their_position(benchmark):
   assert names, f'crosstask.tasks.{benchmark} registered no task'
 
   def cfg_for(name):
-    """Configs for the task's training-like splits: train, then `sample` (SciRepEval's)."""
+    """Configs for the task's training-like splits: train, then `sample` (SciRepEval's), or s0_meta."""
     splits = [s for s in ('train', 'sample') if s in seqio.get_mixture_or_task(name).splits]
+    # Episode-only tasks (xbench) train on their meta episode.
+    splits = splits or [s for s in ('s0_meta',) if s in seqio.get_mixture_or_task(name).splits]
     return [data.DatasetConfig(name, {'inputs': 64, 'targets': 32}, split, batch_size=2,
                                shuffle=True, seed=3) for split in splits]
 

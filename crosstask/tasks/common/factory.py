@@ -15,6 +15,7 @@ import seqio
 
 from crosstask.tasks import vocabularies
 from crosstask.tasks.common import layout
+from crosstask.tasks.common import prompts as prompt_variants
 from crosstask.tasks.common import sources
 from crosstask.tasks.common.schema import Schema
 
@@ -56,11 +57,13 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
                extra_features: Sequence[str] = (),
                preprocessors_after_tokenize: Sequence[Callable] = (),
                shuffle_buffer_size: int | None = 10_000,
-               register: bool = True) -> seqio.Task:
+               register: bool = True,
+               prompt: str | None = None) -> seqio.Task:
   """The task `inputs -> outputs` over `schema` records; registered unless told not to.
 
   Registering a name that is already registered returns the registered task.
   `vocabulary=None` means the gin-bound task vocabulary (see `vocabularies`).
+  `prompt` replaces the arrow prompt in front of the labelled inputs.
   """
   if register and name in seqio.TaskRegistry.names():
     return seqio.TaskRegistry.get(name)
@@ -71,7 +74,10 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
     schema[f].label(lang)  # a clear error for a field without a label in `lang`
   if to_example is None:
     to_example = functools.partial(layout.example, schema, inputs=inputs, outputs=outputs,
-                                   lang=lang)
+                                   lang=lang, prompt_text=prompt)
+  elif prompt is not None:
+    raise ValueError(f"task {name!r}: give either prompt= or to_example=, not both "
+                     "(a custom to_example writes its own inputs)")
   if postprocess_fn is None:
     postprocess_fn = functools.partial(parse_output, schema=schema, outputs=outputs, lang=lang)
   if metric_fns is None:
@@ -93,6 +99,20 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
   if register:
     seqio.TaskRegistry.add_provider(name, task)
   return task
+
+
+def arrow_task_prompts(name: str, *, prompts: Sequence[str], **task_kwargs
+                       ) -> tuple[list[str], str]:
+  """Registers `<name>.p0`, `<name>.p1`, ... (one per prompt) and the mixture `<name>.prompts`.
+
+  The variants share everything but the prompt text (`task_kwargs` go to
+  `arrow_task`), so their scores differ only by the wording. Returns (variant
+  names, mixture name).
+  """
+  prompts = prompt_variants.check_prompts(prompts, name)
+  names = [arrow_task(prompt_variants.variant_name(name, k), prompt=text, **task_kwargs).name
+           for k, text in enumerate(prompts)]
+  return names, register_mixture(prompt_variants.mixture_name(name), names)
 
 
 def register_mixture(name: str, tasks: Sequence[str], default_rate: float = 1.0) -> str:

@@ -109,16 +109,22 @@ def prompt(schema: Schema, inputs: Sequence[str], outputs: Sequence[str], lang: 
 
 
 def format_inputs(schema: Schema, record: Mapping, inputs: Sequence[str],
-                  outputs: Sequence[str], lang: str) -> str:
-  """Model input: the arrow prompt, a space, then every input field labelled."""
+                  outputs: Sequence[str], lang: str, prompt_text: str | None = None) -> str:
+  """Model input: the arrow prompt, a space, then every input field labelled.
+
+  `prompt_text` replaces the arrow prompt (a prompt variant); the labelled fields
+  after it stay the same, so variants of one task differ only in that text.
+  """
   inputs = schema.check(inputs, "inputs")
-  return f"{prompt(schema, inputs, outputs, lang)} {_labelled(schema, record, inputs, lang)}"
+  if prompt_text is None:
+    prompt_text = prompt(schema, inputs, outputs, lang)
+  return f"{prompt_text} {_labelled(schema, record, inputs, lang)}"
 
 
 def example(schema: Schema, record: Mapping, inputs: Sequence[str], outputs: Sequence[str],
-            lang: str) -> dict[str, str]:
+            lang: str, prompt_text: str | None = None) -> dict[str, str]:
   """{"inputs", "targets"} text of one record for the task inputs -> outputs."""
-  return {"inputs": format_inputs(schema, record, inputs, outputs, lang),
+  return {"inputs": format_inputs(schema, record, inputs, outputs, lang, prompt_text),
           "targets": format_fields(schema, record, outputs, lang)}
 
 

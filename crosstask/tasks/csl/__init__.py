@@ -2,7 +2,8 @@
 
   schema     fields, labels, the 13 categories and 67 disciplines, per-field metrics
   readers    the benchmark files joined into full records, and the full-dataset form
-  tasks      the 360 arrow tasks (`csl_task`, `register_all`)
+  tasks      the 360 arrow tasks (`csl_task`, `register_all`), and prompt variants
+             `<task>.p<k>` of three of them (`register_prompt_variants`)
   sampling   the paper's episode protocol (100 meta, k-shot, 64 + 64, 8 seeds)
   scenarios  the seven Table 3 partitions as meta / few-shot mixtures
   baselines  extractive lower bounds; report: Table 4 / Table 9 beside a run
@@ -13,5 +14,6 @@ Registration reads no data: sources open their files only when a dataset is buil
 from crosstask.tasks.csl import scenarios as _scenarios
 from crosstask.tasks.csl import tasks as _tasks
 
-TASKS = _tasks.register_all()
-MIXTURES = _scenarios.register_mixtures()
+_PROMPT_TASKS, _PROMPT_MIXTURES = _tasks.register_prompt_variants()
+TASKS = _tasks.register_all() + _PROMPT_TASKS
+MIXTURES = _scenarios.register_mixtures() + _PROMPT_MIXTURES

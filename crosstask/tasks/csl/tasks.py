@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import seqio
 
 from crosstask.tasks.common import factory
+from crosstask.tasks.common import layout
 from crosstask.tasks.csl import readers
 from crosstask.tasks.csl import sampling
 from crosstask.tasks.csl import schema as S
@@ -121,6 +122,36 @@ def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
       lang=lang, read_split=functools.partial(read_split, inputs=inputs, outputs=outputs),
       splits=list(SPLIT_FILES) + sampling.episode_splits(),
       shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, register=register)
+
+
+# Prompt variants (`<task>.p<k>`, see common/prompts.py). p0 is the paper's arrow
+# prompt; the CSL paper defines one prompt per task, so p1 and p2 are crosstask's
+# natural-language wordings of the same request, to measure how much a score owes
+# to the prompt. Inputs after the prompt stay labelled as in every CSL task.
+PROMPT_VARIANTS = {
+    (("abstract",), ("title",)): ("为下面的论文摘要写一个标题", "这篇摘要对应的论文标题是什么？"),
+    (("abstract",), ("category",)): ("这篇论文属于哪个学科门类？", "判断下面的论文摘要所属的门类"),
+    (("abstract",), ("discipline",)): ("这篇论文属于哪个学科？", "判断下面的论文摘要所属的学科"),
+}
+
+
+def register_prompt_variants(lang: str = "zh") -> tuple[list[str], list[str]]:
+  """Registers `<task>.p0..p2` and `<task>.prompts` for each task of PROMPT_VARIANTS.
+
+  Returns (variant task names, mixture names).
+  """
+  names, mixtures = [], []
+  for (inputs, outputs), wordings in PROMPT_VARIANTS.items():
+    base = task_name(inputs, outputs, lang)
+    variants, mixture = factory.arrow_task_prompts(
+        base, prompts=[layout.prompt(S.SCHEMA, inputs, outputs, lang), *wordings],
+        schema=S.SCHEMA, inputs=inputs, outputs=outputs, lang=lang,
+        read_split=functools.partial(read_split, inputs=inputs, outputs=outputs),
+        splits=list(SPLIT_FILES) + sampling.episode_splits(),
+        shuffle_buffer_size=SHUFFLE_BUFFER_SIZE)
+    names += variants
+    mixtures.append(mixture)
+  return names, mixtures
 
 
 def register_all() -> list[str]:

@@ -9,6 +9,7 @@ import crosstask.tasks.csl as csl  # registers the CSL tasks and mixtures
 from crosstask import paths
 from crosstask.tasks.csl import schema as S
 from crosstask.tasks.csl import scenarios
+from crosstask.tasks.common import prompts
 from crosstask.tasks.common import testing
 from crosstask.tasks.csl import tasks as T
 
@@ -28,8 +29,9 @@ def _examples(task, n=3, split="validation"):
 
 
 def test_registration_counts_and_names():
-  names = csl.TASKS
-  assert len(names) == len(set(names)) == 360
+  assert len(csl.TASKS) == len(set(csl.TASKS)) == 360 + 9  # 3 tasks x 3 prompt variants
+  names = [n for n in csl.TASKS if prompts.split_variant(n)[1] is None]
+  assert len(names) == 360
   assert sum(n.startswith("csl_zh_") for n in names) == 180 == 3**5 - 2 * 2**5 + 1
   regex = re.compile(r"^[\w\d\.\:_#]+$")
   assert all(regex.match(n) for n in names)
@@ -37,7 +39,7 @@ def test_registration_counts_and_names():
             "csl_zh_abstract_to_title", "csl_en_title_and_abstract_and_keywords_and_category_to_discipline"):
     assert n in seqio.TaskRegistry.names()
   assert "csl_zh_abstract_to_abstract" not in seqio.TaskRegistry.names()
-  assert len(csl.MIXTURES) == 28
+  assert len(csl.MIXTURES) == 28 + 3
 
 
 def test_registration_reads_no_data(monkeypatch, tmp_path):
