@@ -33,9 +33,11 @@ and differ between implementations; they never reach a non-padding position or a
 weighted loss.
 """
 
+import flax.linen as nn
 import flax.struct
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec
 
 FUSED = ("dot_product", "cudnn", "flash")
 
@@ -106,8 +108,8 @@ def fused_attention(implementation: str, query: jax.Array, key: jax.Array, value
         query, key, value, bias=bias, mask=mask.allowed(with_causal=False), scale=1.0,
         is_causal=mask.causal, implementation=None if implementation == "dot_product" else "cudnn")
   if implementation == "flash":
-    out = flash_attention(jnp.swapaxes(query, 1, 2), jnp.swapaxes(key, 1, 2),
-                          jnp.swapaxes(value, 1, 2), mask, position_bias)
+    out = sharded_flash_attention(jnp.swapaxes(query, 1, 2), jnp.swapaxes(key, 1, 2),
+                                  jnp.swapaxes(value, 1, 2), mask, position_bias)
     return jnp.swapaxes(out, 1, 2)
   raise ValueError(f"fused attention implementation must be one of {FUSED}, "
                    f"got {implementation!r}")
@@ -154,3 +156,30 @@ def flash_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: At
   out = pallas_flash.flash_attention(q, k, v, ab, segments, causal=mask.causal, sm_scale=1.0,
                                      block_sizes=blocks)
   return out[:, :, :q_len]
+
+
+def sharded_flash_attention(query: jax.Array, key: jax.Array, value: jax.Array,
+                            mask: AttentionMask, position_bias: jax.Array | None) -> jax.Array:
+  """`flash_attention`, run per shard when traced under a mesh (`jax.set_mesh`).
+
+  The compiler cannot partition a Pallas kernel: left to itself it would gather the
+  whole batch onto every device. Under a mesh each device runs the kernel on its own
+  examples and heads, placed by the logical-axis rules in effect ("batch", "heads");
+  lengths and head dims stay whole, as the kernel needs them.
+  """
+  mesh = jax.sharding.get_abstract_mesh()
+  if mesh.empty or mesh.size == 1:
+    return flash_attention(query, key, value, mask, position_bias)
+  batch_axes, head_axes = nn.logical_to_mesh_axes(("batch", "heads"))
+  heads_first = PartitionSpec(batch_axes, head_axes, None, None)
+  tokens = PartitionSpec(batch_axes, None)
+  bias_spec = PartitionSpec(None, head_axes, None, None)
+
+  def per_shard(q, k, v, q_segments, k_segments, bias):
+    return flash_attention(q, k, v, AttentionMask(q_segments, k_segments, mask.causal), bias)
+
+  in_specs = (heads_first, heads_first, heads_first, tokens, tokens,
+              None if position_bias is None else bias_spec)
+  return jax.shard_map(per_shard, mesh=mesh, in_specs=in_specs, out_specs=heads_first,
+                       check_vma=False)(query, key, value, mask.q_segments, mask.k_segments,
+                                        position_bias)
