@@ -49,6 +49,10 @@ def _key(path: Sequence[Any]) -> tuple[str, ...]:
   return tuple(str(k) for k in path)
 
 
+def _name(path: Sequence[Any]) -> str:
+  return '/'.join(str(getattr(k, 'key', getattr(k, 'name', getattr(k, 'idx', k)))) for k in path)
+
+
 @contextlib.contextmanager
 def param_logical_axes(axes: Any) -> Iterator[None]:
   """Makes the parameters' logical axis names (a tree of PartitionSpecs, as
@@ -92,7 +96,7 @@ def factoring(shape: Sequence[int], names: Sequence[str | None] | None, *, facto
   if names is None or len(names) != len(shape):
     if not factored or len(shape) < 2:
       return Factoring((), (), everything)
-    order = sorted(everything, key=lambda d: shape[d], kind='stable')
+    order = sorted(everything, key=lambda d: shape[d])  # Stable: ties keep their order.
     if shape[order[-2]] < min_dim_size_to_factor:
       return Factoring((), (), everything)
     return Factoring((order[-2],), (order[-1],), everything)
@@ -176,9 +180,9 @@ def adafactor(learning_rate: float | Callable[[jax.Array], jax.Array],
     def one(path, g, p, v_row, v_col, v, m, f: Factoring):
       if f.factored != (v_row.ndim == p.ndim):
         raise ValueError(
-            f"Adafactor state of parameter '{'/'.join(_key(path))}' was built with another "
-            'factoring: run init and update under the same optimizers.param_logical_axes '
-            '(the Trainer does).')
+            f"Adafactor state of parameter '{_name(path)}' was built with another factoring: "
+            'run init and update under the same adafactor.param_logical_axes (the Trainer '
+            'does).')
       g = g.astype(jnp.float32)
       g2 = g * g + eps
       if f.factored:
