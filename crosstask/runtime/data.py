@@ -12,6 +12,8 @@ import gin
 import jax
 import numpy as np
 
+from crosstask.runtime import partitioning
+
 
 @gin.configurable(module='utils')
 @dataclasses.dataclass(frozen=True)
@@ -123,12 +125,22 @@ def per_host_batch_size(global_batch: int) -> int:
 
 
 def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
-                skip_batches: int = 0, drop_remainder: bool = True):
+                skip_batches: int = 0, drop_remainder: bool = True,
+                host_input: partitioning.HostInput | None = None):
   """Batched, feature-converted tf.data for this host; skips `skip_batches` batches.
 
+  `host_input` (from `Partitioner.host_input`) says which shard of the examples this
+  host reads and how many rows a step: those its devices hold in the mesh. Without
+  it, each process reads its own 1/process_count of the examples and batch.
   The order depends only on `cfg.seed`, so skipping the batches a run has already
   consumed puts a resumed run at exactly the same place in the stream.
   """
+  if host_input is None:
+    shard, num_shards = jax.process_index(), jax.process_count()
+    batch_size = per_host_batch_size(cfg.batch_size)
+  else:
+    shard, num_shards = host_input.shard_index, host_input.num_shards
+    batch_size = host_input.batch_size
   import seqio
   import_tasks(cfg.module)
   task = get_mixture_or_task(cfg.mixture_or_task_name)
@@ -141,7 +153,7 @@ def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
         shuffle=cfg.shuffle,
         num_epochs=num_epochs,
         feature_converter=feature_converter(cfg.pack),
-        shard_info=seqio.ShardInfo(index=jax.process_index(), num_shards=jax.process_count()),
+        shard_info=seqio.ShardInfo(index=shard, num_shards=num_shards),
         use_cached=cfg.use_cached,
         seed=cfg.seed)
   except ValueError as e:
@@ -149,7 +161,7 @@ def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
       raise ValueError(f'{e} Set --gin.SHUFFLE=False (DatasetConfig.shuffle) for '
                        f"'{cfg.mixture_or_task_name}'.") from e
     raise
-  ds = ds.batch(per_host_batch_size(cfg.batch_size), drop_remainder=drop_remainder)
+  ds = ds.batch(batch_size, drop_remainder=drop_remainder)
   if skip_batches:
     ds = ds.skip(skip_batches)
   return ds

@@ -6,6 +6,8 @@ import gin
 import jax.numpy as jnp
 import optax
 
+from crosstask.runtime import adafactor as adafactor_lib
+
 Schedule = Callable[[jnp.ndarray], jnp.ndarray]
 
 
@@ -57,16 +59,21 @@ def adafactor(learning_rate: Schedule | float | None = None,
               multiply_by_parameter_scale: bool = True,
               min_dim_size_to_factor: int = 128,
               momentum: float | None = None,
-              weight_decay_rate: float | None = None) -> optax.GradientTransformation:
-  """Adafactor as T5X runs it: factored second moments, update clipping, parameter scale."""
-  return optax.adafactor(
+              weight_decay_rate: float | None = None,
+              eps: float = 1e-30,
+              eps_scale: float = 1e-3,
+              factored: bool = True) -> optax.GradientTransformation:
+  """Adafactor as T5X runs it: second moments factored by logical axes, update
+  clipping, parameter scale (optimizers/adafactor.py)."""
+  return adafactor_lib.adafactor(
       learning_rate=learning_rate if learning_rate is not None else rsqrt_decay(),
       decay_rate=decay_rate,
       clipping_threshold=clipping_threshold,
       multiply_by_parameter_scale=multiply_by_parameter_scale,
       min_dim_size_to_factor=min_dim_size_to_factor,
       momentum=momentum,
-      weight_decay_rate=weight_decay_rate)
+      weight_decay_rate=weight_decay_rate,
+      eps=eps, eps_scale=eps_scale, factored=factored)
 
 
 @gin.configurable(module='optimizers')

@@ -25,17 +25,17 @@ def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetC
   """T5X's train_eval: mean teacher-forced metrics (loss, accuracy) on an eval split."""
   fn = jax.jit(lambda p, b: model.loss_fn(p, b, None)[1],
                in_shardings=(param_shardings, partitioner.data_sharding))
-  local_batch = data.per_host_batch_size(cfg.batch_size)
+  host = partitioner.host_input(cfg.batch_size)
 
   def evaluate(params) -> dict[str, float]:
     outs = []
     # The last, short batch is zero-padded: padding has zero loss weight.
-    ds = data.get_dataset(cfg, num_epochs=1, drop_remainder=False)
+    ds = data.get_dataset(cfg, num_epochs=1, drop_remainder=False, host_input=host)
     with partitioner.context():
       for i, batch in enumerate(data.numpy_batches(ds)):
         if max_batches and i >= max_batches:
           break
-        batch, _ = data.pad_batch(batch, local_batch)
+        batch, _ = data.pad_batch(batch, host.batch_size)
         outs.append(fn(params, partitioner.shard_batch(batch)))
     sums = {}
     for metrics in jax.device_get(outs):  # One read-back, not one per batch.
@@ -128,7 +128,8 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
                                       train_eval_dataset_cfg, eval_steps)
     train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
 
-  iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed)
+  iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed,
+                           partitioner.host_input(train_dataset_cfg.batch_size))
   partitioning.wait_for_all_processes('crosstask_train_loop')
   saves_input = None  # Known once the iterator has produced a batch.
   # Placed once as the step expects it (replicated), not re-transferred every step;
@@ -197,14 +198,15 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   return step, report.last  # The final step is always a report step.
 
 
-def _input_stream(cfg: data.DatasetConfig, mgr, latest: int | None, consumed: int):
-  """An iterator over the train batches, at the resume position.
+def _input_stream(cfg: data.DatasetConfig, mgr, latest: int | None, consumed: int,
+                  host: partitioning.HostInput):
+  """An iterator over this host's rows of the train batches, at the resume position.
 
   A checkpoint that holds the iterator state (a pipeline of TF ops) resumes from
   it, re-reading nothing; otherwise the seeded stream is re-read and `consumed`
   batches are skipped.
   """
-  iterator = iter(data.get_dataset(cfg, num_epochs=None))
+  iterator = iter(data.get_dataset(cfg, num_epochs=None, host_input=host))
   if latest is None:
     return iterator
   if checkpoints.has_input_state(mgr, latest):
@@ -217,7 +219,7 @@ def _input_stream(cfg: data.DatasetConfig, mgr, latest: int | None, consumed: in
                       'batches instead.', latest, e, consumed)
   print(f'Skipping {consumed} consumed batches to reach the input position of step {latest}.',
         flush=True)
-  return iter(data.get_dataset(cfg, num_epochs=None, skip_batches=consumed))
+  return iter(data.get_dataset(cfg, num_epochs=None, skip_batches=consumed, host_input=host))
 
 
 def _saves_input(cfg: data.DatasetConfig, iterator) -> bool:

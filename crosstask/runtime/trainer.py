@@ -1,8 +1,11 @@
 """The train state and the jitted, sharded train step.
 
 The state is a plain dict {'step', 'params', 'opt_state'} so orbax saves it as is.
-Parameters are placed by the logical-axis rules; the optimizer state takes the
-placement XLA propagates from them, read back from the compiled initialiser.
+Every placement is derived from abstract shapes (`jax.eval_shape`), before anything
+is compiled: parameters by the partitioner's logical-axis rules, optimizer state
+like the parameter each leaf belongs to (moments as the parameter, factored
+statistics as its remaining dimensions), scalars whole. So the state can be
+described, and the step compiled, for devices this process cannot run on.
 """
 
 from typing import Any, Callable, Mapping
@@ -13,9 +16,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from crosstask.runtime import host_memory
-from crosstask.runtime import partitioning
-from crosstask.runtime import platform
+from crosstask.runtime import adafactor, host_memory, partitioning, platform
 
 State = dict[str, Any]
 
@@ -47,50 +48,54 @@ class Trainer:
     if num_microbatches < 1 or batch % num_microbatches:
       raise ValueError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
                        f'split the batch of {batch} into equal microbatches.')
+    if num_microbatches > 1 and (batch // num_microbatches) % partitioner.data_size:
+      raise ValueError(
+          f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) splits the batch of '
+          f'{batch} into microbatches of {batch // num_microbatches} rows, which do not divide '
+          f'over the {partitioner.data_size} batch shards of {partitioner.describe()}.')
     self.num_microbatches = num_microbatches
-    boxed = jax.eval_shape(self._boxed_params, jax.random.key(0))
-    with partitioner.context():
-      self.param_shardings = partitioner.logical_to_sharding(boxed)
-    self._init = jax.jit(self._init_state)
-    self._init_compiled = None
+    # Shapes only: a key of the configured PRNG implementation, never a buffer.
+    self._rng_spec = jax.eval_shape(lambda: jax.random.key(0))
+    boxed = jax.eval_shape(self._boxed_params, self._rng_spec)
+    self.param_axes = nn.get_partition_spec(boxed)  # Logical names per dimension.
+    self.param_shardings = partitioner.logical_to_sharding(boxed)
+    params = nn.unbox(boxed)
+    opt_state = jax.eval_shape(self._fresh_opt_state, params)
+    replicated = partitioner.replicated
+    self.state_shardings: State = {
+        'step': replicated, 'params': self.param_shardings,
+        'opt_state': partitioner.state_shardings(opt_state, params, self.param_shardings)}
+    self._abstract_state = jax.tree.map(
+        lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+        {'step': jax.ShapeDtypeStruct((), jnp.int32), 'params': params, 'opt_state': opt_state},
+        self.state_shardings)
+    self._init = jax.jit(self._init_state, out_shardings=self.state_shardings)
     self._step = None
 
   def _boxed_params(self, rng):
     return self.model.get_initial_variables(rng, self.input_shapes)['params']
 
+  def _fresh_opt_state(self, params):
+    with adafactor.param_logical_axes(self.param_axes):
+      return self.optimizer.init(params)
+
   def _init_state(self, rng) -> State:
     params = nn.unbox(self._boxed_params(rng))
-    params = jax.lax.with_sharding_constraint(params, self.param_shardings)
     return {'step': jnp.zeros((), jnp.int32), 'params': params,
-            'opt_state': self.optimizer.init(params)}
-
-  def _compiled_init(self):
-    if self._init_compiled is None:
-      # Lowered on the key's shape, not an eager key: an eager key would be placed on
-      # a device, which compile-only (ahead-of-time) devices cannot hold.
-      key = jax.eval_shape(lambda: jax.random.key(0))
-      with self.partitioner.context():
-        self._init_compiled = self._init.lower(key).compile()
-    return self._init_compiled
-
-  @property
-  def state_shardings(self) -> State:
-    return self._compiled_init().output_shardings
+            'opt_state': self._fresh_opt_state(params)}
 
   def abstract_state(self) -> State:
-    shapes = jax.eval_shape(self._init_state, jax.random.key(0))
-    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
-                        shapes, self.state_shardings)
+    """The state's shapes, dtypes and shardings (ShapeDtypeStructs); compiles nothing."""
+    return self._abstract_state
 
   def abstract_params(self) -> Any:
-    """Parameter shapes and placements, without compiling the optimizer's init."""
-    shapes = jax.eval_shape(lambda r: nn.unbox(self._boxed_params(r)), jax.random.key(0))
-    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
-                        shapes, self.param_shardings)
+    """Parameter shapes, dtypes and placements (ShapeDtypeStructs); compiles nothing."""
+    return self._abstract_state['params']
 
   def init_state(self, seed: int) -> State:
+    """A fresh state, each leaf created directly in its place on the mesh."""
     with self.partitioner.context():
-      return self._compiled_init()(jax.random.key(seed))
+      return self._init(jax.random.key(seed))
 
   def state_from_params(self, params: Any) -> State:
     """A fresh optimizer state around given (e.g. fine-tuning) parameters.
@@ -99,9 +104,25 @@ class Trainer:
     placements allow, so an imported checkpoint is not held twice for the run.
     """
     def build(p):
-      return {'step': jnp.zeros((), jnp.int32), 'params': p, 'opt_state': self.optimizer.init(p)}
+      return {'step': jnp.zeros((), jnp.int32), 'params': p, 'opt_state': self._fresh_opt_state(p)}
     with self.partitioner.context():
       return jax.jit(build, out_shardings=self.state_shardings, donate_argnums=(0,))(params)
+
+  def microbatches(self, batch: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+    """[B, ...] -> [k, B/k, ...] where microbatch i holds rows i, k+i, 2k+i, ...
+
+    Rows a device holds contribute equally to every microbatch, so each microbatch
+    spans every data-parallel device and no row moves between devices (a plain
+    reshape to [k, B/k] would put microbatch i on devices i*D/k .. (i+1)*D/k only).
+    """
+    k = self.num_microbatches
+    sharding = jax.sharding.NamedSharding(
+        self.partitioner.mesh, jax.sharding.PartitionSpec(None, partitioning.BATCH_AXES))
+
+    def split(x):
+      x = jnp.swapaxes(x.reshape((x.shape[0] // k, k) + x.shape[1:]), 0, 1)
+      return jax.lax.with_sharding_constraint(x, sharding)
+    return {name: split(x) for name, x in batch.items()}
 
   def _grads(self, params, batch, dropout_rng):
     grad_fn = jax.value_and_grad(self.model.loss_fn, has_aux=True)
@@ -109,7 +130,7 @@ class Trainer:
       (_, metrics), grads = grad_fn(params, batch, dropout_rng)
       return grads, metrics
     k = self.num_microbatches
-    micro = jax.tree.map(lambda x: x.reshape((k, x.shape[0] // k) + x.shape[1:]), batch)
+    micro = self.microbatches(batch)
 
     def body(acc, xs):
       mb, i = xs
@@ -133,7 +154,8 @@ class Trainer:
     finite = jnp.isfinite(metrics['loss']) & jnp.isfinite(metrics['grad_norm'])
 
     def update(params, opt_state):
-      updates, opt_state = self.optimizer.update(grads, opt_state, params)
+      with adafactor.param_logical_axes(self.param_axes):
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
       return optax.apply_updates(params, updates), opt_state
 
     # A non-finite step keeps the previous parameters and optimizer state. A cond
@@ -146,7 +168,13 @@ class Trainer:
     return {'step': state['step'] + 1, 'params': params, 'opt_state': opt_state}, metrics
 
   def compile_train_step(self, state: State, batch: Mapping[str, jax.Array], rng):
-    """The train step compiled for these shapes (`memory_analysis()` tells its plan)."""
+    """The train step compiled for these shapes (`memory_analysis()` tells its plan).
+
+    Arguments may be arrays or ShapeDtypeStructs (`abstract_state()`), so the step
+    compiles for devices that only exist as a topology.
+    """
+    for name, x in batch.items():
+      self.partitioner.check_batch(x.shape[0], f"the batch's {name!r} rows")
     batch_shardings = {k: self.partitioner.data_sharding for k in batch}
     jitted = jax.jit(
         self._train_step,
@@ -169,11 +197,12 @@ class Trainer:
       return self._step(state, batch, rng)
 
   def loss_and_grads(self, params, batch, rng=None):
-    """Loss, metrics and gradients without an update (for parity checks)."""
+    """Loss, metrics and gradients without an update (for parity checks), computed
+    as the train step does, microbatches included."""
     rng = jax.random.key(0) if rng is None else rng
 
     def f(p, b):
-      (loss, metrics), grads = jax.value_and_grad(self.model.loss_fn, has_aux=True)(p, b, rng)
-      return loss, metrics, grads
+      grads, metrics = self._grads(p, b, rng)
+      return metrics['loss'], metrics, grads
     with self.partitioner.context():
       return jax.jit(f)(params, batch)

@@ -51,7 +51,7 @@ def test_restore_gives_state_and_data_position(saved):
   assert consumed == 2
   jax.tree.map(np.testing.assert_array_equal, jax.device_get(restored), state)
   leaf = jax.tree.leaves(restored['params'])[0]
-  assert leaf.sharding.mesh.shape == {'data': 4, 'model': 2}
+  assert leaf.sharding.mesh.shape == {'data': 4, 'fsdp': 1, 'model': 2}
 
 
 def test_eval_selects_checkpoints_by_mode_and_names_their_step(saved):
