@@ -10,7 +10,7 @@ from crosstask.models.config import TransformerConfig
 from crosstask.models.model import EncoderDecoderModel
 from crosstask.models.network import Transformer
 from crosstask.runtime import embedding, partitioning
-from crosstask.tasks.scirepeval import relevance_job
+from crosstask.runtime import relevance_lib
 
 CFG = TransformerConfig(vocab_size=48, d_model=32, d_ff=64, num_heads=4, d_kv=8,
                         num_encoder_layers=2, num_decoder_layers=1, dropout_rate=0.0,
@@ -59,7 +59,7 @@ def test_embedder_equals_model_embed_on_one_padded_batch(setup, pooling):
 def test_target_scorer_equals_score_batch(setup):
   model, params, part, shardings, texts = setup
   target = [7, 9, 1]
-  got = relevance_job.TargetScorer(model, part, shardings, batch_size=4).score(
+  got = relevance_lib.TargetScorer(model, part, shardings, batch_size=4).score(
       params, texts, target, max_length=64)
   n = len(texts)
   batch = {"encoder_input_tokens": _padded(texts, 48),
