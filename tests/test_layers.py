@@ -215,7 +215,8 @@ def test_finds_upward_imports_and_jobs_in_a_synthetic_tree(tmp_path):
             from crosstask.runtime import trainer  # hidden in a function: still counts
             return trainer
           """,
-      "runtime/trainer.py": "from crosstask.models import net\nfrom crosstask import vocabularies\n",
+      "runtime/trainer.py": ("from crosstask.models import net\n"
+                             "from crosstask import vocabularies\n"),
       "tasks/csl/tasks.py": "from ...runtime import trainer\nfrom crosstask.metrics import f1\n",
       "metrics/f1.py": "import crosstask.tasks.csl.tasks\n",
       "metrics/__main__.py": "",

@@ -2,7 +2,7 @@
 
   schema     fields, labels, the 13 categories and 67 disciplines, per-field metrics
   readers    the benchmark files joined into full records, and the full-dataset form
-  tasks      the 360 arrow tasks (`csl_task`, `register_all`)
+  tasks      the 360 arrow tasks (`csl_task`, `register`)
   sampling   the paper's episode protocol (100 meta, k-shot, 64 + 64, 8 seeds)
   scenarios  the seven Table 3 partitions as meta / few-shot mixtures
   baselines  extractive lower bounds; report: Table 4 / Table 9 beside a run
@@ -10,8 +10,15 @@
 Registration reads no data: sources open their files only when a dataset is built.
 """
 
+from crosstask.tasks.common import registry as _registry
 from crosstask.tasks.csl import scenarios as _scenarios
 from crosstask.tasks.csl import tasks as _tasks
+from crosstask.tasks.csl.schema import SCHEMA
 
-TASKS = _tasks.register_all()
-MIXTURES = _scenarios.register_mixtures()
+
+def register() -> list[str]:
+  """Registers the 360 tasks and the partitions' mixtures (idempotent); returns their names."""
+  return _tasks.register() + _scenarios.register_mixtures()
+
+
+TASKS, MIXTURES = _registry.by_kind(register())

@@ -123,6 +123,6 @@ def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
       shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, register=register)
 
 
-def register_all() -> list[str]:
+def register() -> list[str]:
   """Registers the 360 arrow-prompt tasks (no data read); returns their names."""
   return [csl_task(i, o, lang).name for lang in LANGS for i, o in io_pairs()]

@@ -11,6 +11,9 @@ and relevance ranking in `crosstask.embed` / `crosstask.relevance`.
 Registration reads no data: sources open their files only when a dataset is built.
 """
 
+from crosstask.tasks.common import registry as _registry
 from crosstask.tasks.scirepeval import tasks as _tasks
+from crosstask.tasks.scirepeval.text import SCHEMA
 
-TASKS = _tasks.register_all()
+register = _tasks.register
+TASKS, MIXTURES = _registry.by_kind(register())
