@@ -58,8 +58,8 @@ def gpu_available() -> tuple[bool, str]:
 
 
 def _model_config(model_gin: str):
-  from crosstask.models import builder
-  return builder.config_from_gin(model_gin,
+  from crosstask.runtime import model_gin as gin_models
+  return gin_models.config_from_gin(model_gin,
                                  ["config.TransformerConfig.dtype = 'bfloat16'",
                                   "config.TransformerConfig.dropout_rate = 0.0"])
 

@@ -71,14 +71,14 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   """
   import jax
   import jax.numpy as jnp
-  from crosstask.models import builder
+  from crosstask.runtime import model_gin as gin_models
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
   from crosstask.runtime import optimizers
   from crosstask.runtime import partitioning
   from crosstask.runtime import trainer as trainer_lib
 
-  config = builder.config_from_gin(model_gin,
+  config = gin_models.config_from_gin(model_gin,
                                    [f"config.TransformerConfig.remat_policy = '{policy}'"])
   model = EncoderDecoderModel(Transformer(config), None, None)
   tx, schedule = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
@@ -102,7 +102,7 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
           "aliased_gib": m.alias_size_in_bytes / gib,
           "peak_estimate_gib": (m.argument_size_in_bytes + m.output_size_in_bytes
                                 - m.alias_size_in_bytes + m.temp_size_in_bytes) / gib,
-          "params": builder.param_count(config)}
+          "params": gin_models.param_count(config)}
 
 
 def _carry_skipped_parts(payload: dict, out: str | None) -> None:

@@ -569,8 +569,3 @@ def test_bad_input_fails_clearly_and_keeps_what_was_written(bad: BadInput):
     assert path.read_bytes() == data, f'{path} changed'
   if bad.intact is not None:
     bad.intact()
-
-
-def test_there_are_at_least_forty_cases_with_unique_ids():
-  assert len(CASES) >= 40
-  assert len({c.id for c in CASES}) == len(CASES)

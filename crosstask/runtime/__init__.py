@@ -9,13 +9,15 @@
   input_state   the tf.data iterator position saved with each checkpoint
   faults        SIGTERM, MODEL_DIR lock, writability, disk space, NaN/Inf errors
   data          SeqIO pipelines (DatasetConfig), seeded and sharded per host
+  packing       the feature converter's first-fit-decreasing packing of training rows
   inference     batched predict/score; evaluation: seqio.Evaluator + summaries
-  embedding     batched, sharded encoder embeddings (the SciRepEval jobs behind
-                `python -m crosstask.embed|relevance` live in crosstask/tasks/scirepeval/)
+  embedding     batched, sharded encoder embeddings (`python -m crosstask.embed`)
+  relevance_lib log P(fixed target | input) from a checkpoint (`python -m crosstask.relevance`)
   progress      console progress and TensorBoard scalars
   gin_utils     flag parsing, search paths, errors naming their file
   platform      per-platform profiles (CPU, GPU, TPU): XLA options, PRNG, allocator,
                 attention and remat defaults, compilation cache
+  model_gin     a model gin file -> config / model / parameter count
   host_memory   glibc malloc settings the entry points make first on CPU (XLA:CPU's temporaries)
   batching      fixed-size global batches for inference, embedding and scoring
   restoring     what eval and infer share: checkpoint selection, parameter templates
@@ -23,7 +25,9 @@
   topology      named TPU slices as compile-only devices; each chip's HBM, peak, bandwidth
   aot           ahead-of-time compiles of a run's step for a slice (`python -m crosstask.compile`)
 
-It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODULE.
+It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODULE, and
+the benchmark-specific jobs (`crosstask/embed.py`, `crosstask/relevance.py`) are entry
+points that join a benchmark's inputs to these libraries.
 
 Nothing here imports TensorFlow or SeqIO at module load.
 """

@@ -108,7 +108,7 @@ def feature_converter(pack: bool, packer: str = 'first_fit'):
   SeqIO's own next-fit packing, batch for batch what T5X would feed.
   """
   import seqio
-  from crosstask.tasks.common import packing
+  from crosstask.runtime import packing
   if packer not in packing.PACKERS:
     raise ValueError(f'utils.feature_converter: packer={packer!r}; '
                      f'expected one of {packing.PACKERS}')

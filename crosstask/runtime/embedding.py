@@ -12,8 +12,7 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from crosstask.runtime import batching, checkpoints, optimizers, partitioning, restoring
-from crosstask.runtime import trainer as trainer_lib
+from crosstask.runtime import batching, checkpoints, partitioning, restoring
 
 POOLINGS = ('mean', 'first')
 
@@ -24,15 +23,13 @@ def restore_params(model: Any, partitioner: partitioning.Partitioner,
 
   No dataset is involved, so the template is built from a tiny dummy batch.
   """
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
-  template = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                 {'encoder_input_tokens': (partitioner.data_size, 8),
-                                  'decoder_input_tokens': (partitioner.data_size, 1)})
+  abstract, shardings = restoring.param_template(
+      model, partitioner, {'encoder_input_tokens': (partitioner.data_size, 8),
+                           'decoder_input_tokens': (partitioner.data_size, 1)})
   if cfg.mode == 'all':  # One checkpoint is used: the newest.
     cfg = dataclasses.replace(cfg, mode='latest')
   (_, state_dir), = restoring.checkpoint_dirs(cfg)
-  params = checkpoints.load_params(state_dir, template.abstract_params())
-  return params, template.param_shardings, state_dir
+  return checkpoints.load_params(state_dir, abstract), shardings, state_dir
 
 
 def bucket_length(n: int, max_length: int, minimum: int = 16) -> int:

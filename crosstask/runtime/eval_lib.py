@@ -4,10 +4,8 @@ from typing import Any
 
 import gin
 
-from crosstask.runtime import checkpoints, data, evaluation, gin_utils, inference
-from crosstask.runtime import partitioning, platform
-from crosstask.runtime import progress
-from crosstask.runtime.restoring import checkpoint_dirs, params_template
+from crosstask.runtime import checkpoints, data, evaluation, gin_utils, partitioning, platform
+from crosstask.runtime import progress, restoring
 
 
 @gin.configurable(module='eval_script')
@@ -30,7 +28,6 @@ def evaluate(*,
   # The model's 'auto' attention and remat become the platform's choices.
   model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
   data.check_run_vocabulary(model, dataset_cfg)
-  template = params_template(model, partitioner, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),
                                    num_examples=num_examples)
   gin_utils.summarize_gin_config(output_dir)
@@ -38,12 +35,12 @@ def evaluate(*,
   if not evaluator.has_tasks:
     raise ValueError(f"'{dataset_cfg.mixture_or_task_name}' has no task with metrics to "
                      f"evaluate on split '{dataset_cfg.split}'.")
-  runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets,
-                               num_decodes=num_decodes)
+  abstract_params, runner = restoring.inference_runner(
+      model, partitioner, dataset_cfg, prompt_with_targets=prompt_with_targets,
+      num_decodes=num_decodes)
   results = {}
-  for step, state_dir in checkpoint_dirs(restore_checkpoint_cfg):
-    params = checkpoints.load_params(state_dir, template.abstract_params())
+  for step, state_dir in restoring.checkpoint_dirs(restore_checkpoint_cfg):
+    params = checkpoints.load_params(state_dir, abstract_params)
     results[step] = evaluator.evaluate(runner, params, step)
     print(f'{state_dir}: {results[step]}', flush=True)
   return results

@@ -108,7 +108,7 @@ def parse(files: Sequence[str], bindings: Sequence[str],
   """Parses files then bindings in order, as T5X does; errors name the culprit.
 
   `lock=False` still runs gin's finalize checks but leaves the config unlocked, so a
-  program that reads a config (`models.builder`) can import more configurables later.
+  program that reads a config (`runtime.model_gin`) can import more configurables later.
   """
   import_configurables()
   paths = list(search_paths) + list(DEFAULT_SEARCH_PATHS)

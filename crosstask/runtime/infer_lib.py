@@ -8,8 +8,7 @@ from typing import Any
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, gin_utils, inference, restoring
-from crosstask.runtime import partitioning, platform
+from crosstask.runtime import checkpoints, data, gin_utils, partitioning, platform, restoring
 
 
 def _text(ex: dict, key: str, vocab) -> str:
@@ -42,14 +41,13 @@ def infer(*,
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
   data.check_vocabulary_fits(model, mixture)
-  template = restoring.params_template(model, partitioner, dataset_cfg)
+  abstract_params, runner = restoring.inference_runner(
+      model, partitioner, dataset_cfg, prompt_with_targets=prompt_with_targets,
+      num_decodes=num_decodes)
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
   (_, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
-  params = checkpoints.load_params(state_dir, template.abstract_params())
-  runner = inference.Inference(model, partitioner, template.param_shardings,
-                               dataset_cfg.batch_size, prompt_with_targets=prompt_with_targets,
-                               num_decodes=num_decodes)
+  params = checkpoints.load_params(state_dir, abstract_params)
   converter = data.feature_converter(pack=False)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)

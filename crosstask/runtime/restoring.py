@@ -1,18 +1,44 @@
-"""What the eval and infer jobs share: checkpoint selection and parameter templates.
+"""What the eval, infer and embedding jobs share: checkpoint selection, parameter templates.
 
 Kept apart so that sibling jobs import this module rather than each other.
 """
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
-from crosstask.runtime import checkpoints, data, optimizers
-from crosstask.runtime import trainer as trainer_lib
+import flax.linen as nn
+import jax
+
+from crosstask.runtime import checkpoints, data, inference, partitioning
 
 
-def params_template(model, partitioner, cfg: data.DatasetConfig):
-  """A Trainer whose abstract parameters give shapes and shardings to restore into."""
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
-  return trainer_lib.Trainer(model, partitioner, tx, schedule, data.model_input_shapes(cfg))
+def param_template(model: Any, partitioner: partitioning.Partitioner,
+                   input_shapes: Mapping[str, tuple[int, ...]]) -> tuple[Any, Any]:
+  """(abstract parameters carrying their shardings, the shardings) to restore into.
+
+  Shapes come from `jax.eval_shape` of the model's initializer and placements
+  from the parameters' logical axes, so nothing is allocated or compiled and no
+  optimizer is involved: restoring for inference needs the parameters only.
+  Parameter shapes do not depend on `input_shapes`; the initializer needs some.
+  """
+  boxed = jax.eval_shape(lambda rng: model.get_initial_variables(rng, input_shapes)['params'],
+                         jax.random.key(0))
+  with partitioner.context():
+    shardings = partitioner.logical_to_sharding(boxed)
+  abstract = jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                          nn.unbox(boxed), shardings)
+  return abstract, shardings
+
+
+def inference_runner(model: Any, partitioner: partitioning.Partitioner,
+                     cfg: data.DatasetConfig, *, prompt_with_targets: bool = False,
+                     num_decodes: int = 1) -> tuple[Any, inference.Inference]:
+  """(abstract parameters to restore into, the runner that decodes and scores with them)."""
+  abstract, shardings = param_template(model, partitioner, data.model_input_shapes(cfg))
+  return abstract, inference.Inference(model, partitioner, shardings, cfg.batch_size,
+                                       prompt_with_targets=prompt_with_targets,
+                                       num_decodes=num_decodes)
 
 
 def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int, str]]:

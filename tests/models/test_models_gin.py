@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from crosstask.models import builder
+from crosstask.runtime import model_gin
 
 # LOT (Guan et al., 2022) Table 8 parameter counts.
 LONGLM = {"small": 60e6, "base": 223e6, "large": 1e9}
@@ -23,13 +23,13 @@ SIZES = {  # d_model, d_ff, heads, enc layers, dec layers, activations, tied, vo
 
 @pytest.mark.parametrize("size", sorted(LONGLM))
 def test_longlm_param_counts_match_lot_table_8(size):
-  count = builder.param_count(builder.config_from_gin(f"crosstask/gin/longlm/{size}.gin"))
+  count = model_gin.param_count(model_gin.config_from_gin(f"crosstask/gin/longlm/{size}.gin"))
   assert abs(count - LONGLM[size]) / LONGLM[size] < 0.02, count
 
 
 @pytest.mark.parametrize("name", sorted(SIZES))
 def test_model_files_bind_the_published_shapes(name):
-  cfg = builder.config_from_gin(f"crosstask/gin/{name}.gin")
+  cfg = model_gin.config_from_gin(f"crosstask/gin/{name}.gin")
   d_model, d_ff, heads, enc, dec, acts, tied, vocab = SIZES[name]
   assert (cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.num_encoder_layers, cfg.num_decoder_layers,
           cfg.activations, cfg.logits_via_embedding, cfg.vocab_size) == SIZES[name]
@@ -37,7 +37,7 @@ def test_model_files_bind_the_published_shapes(name):
 
 
 def test_tiny_model_trains_and_decodes_from_gin():
-  model = builder.model_from_gin(["crosstask/gin/t5_1_1/tiny.gin", "crosstask/gin/longlm/sampling.gin"],
+  model = model_gin.model_from_gin(["crosstask/gin/t5_1_1/tiny.gin", "crosstask/gin/longlm/sampling.gin"],
                                  ["DROPOUT_RATE = 0.0", "NUM_EMBEDDINGS = 512",
                                   "LOSS_NORMALIZING_FACTOR = 'NUM_REAL_TARGET_TOKENS'"])
   assert model.module.config.dropout_rate == 0.0
@@ -58,7 +58,7 @@ def test_tiny_model_trains_and_decodes_from_gin():
 
 def test_reading_a_config_leaves_gin_open_for_more_configurables():
   import gin
-  builder.config_from_gin("crosstask/gin/t5_1_1/tiny.gin")
+  model_gin.config_from_gin("crosstask/gin/t5_1_1/tiny.gin")
   assert not gin.config_is_locked()
 
   @gin.configurable

@@ -11,7 +11,11 @@ def test_demo_config_parses():
   gin.clear_config()
   try:
     gin_utils.parse([demo.DEMO_GIN], ["MODEL_DIR='/tmp/x'"])
-    assert gin.query_parameter('train_script.train.total_steps') is not None
+    assert gin.query_parameter('%TRAIN_STEPS') == 300
+    assert str(gin.query_parameter('train_script.train.total_steps')) == '%TRAIN_STEPS'
+    config = gin.query_parameter('crosstask.models.network.Transformer.config')
+    config = config.scoped_configurable_fn()  # The demo's own size, over tiny.gin's.
+    assert (config.d_model, config.num_encoder_layers, config.dtype) == (64, 2, 'float32')
   finally:
     gin.clear_config()
 

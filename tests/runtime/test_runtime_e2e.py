@@ -100,22 +100,33 @@ def test_train_refuses_initial_checkpoint_settings_it_cannot_honour(tmp_path, cl
   assert not (tmp_path / 'm').exists() or not list((tmp_path / 'm').glob('checkpoint_*'))
 
 
+def _gin_value(selector: str):
+  """What a parsed binding evaluates to (a macro's value, a configurable's object)."""
+  ref = gin.query_parameter(selector)
+  return ref.scoped_configurable_fn() if hasattr(ref, 'scoped_configurable_fn') else ref
+
+
 def test_run_configs_resolve_from_search_paths(clean_gin):
   gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
                   ["MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='x'",
                    "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"])
-  assert gin.query_parameter('train_script.train.total_steps') is not None
+  assert _gin_value('train_script.train.total_steps') == 3
   assert gin.query_parameter('utils.RestoreCheckpointConfig.params_only') is True
 
 
-@pytest.mark.parametrize('gin_file,bindings', [
+@pytest.mark.parametrize('gin_file,bindings,steps,task,lengths', [
     ('runs/pretrain.gin', ['TRAIN_STEPS=5', "MIXTURE_OR_TASK_NAME='x'",
-                           "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"]),
-    ('csl/finetune_abstract_to_title.gin', []),
+                           "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"],
+     5, 'x', {'inputs': 8, 'targets': 8}),
+    ('csl/finetune_abstract_to_title.gin', [], 10000, 'csl_zh_abstract_to_title',
+     {'inputs': 1024, 'targets': 128}),
 ])
-def test_run_configs_parse(clean_gin, gin_file, bindings):
+def test_run_configs_parse(clean_gin, gin_file, bindings, steps, task, lengths):
   gin_utils.parse([rs.TINY, gin_file], ["MODEL_DIR='/tmp/x'", *bindings])
-  assert gin.query_parameter('train_script.train.total_steps') is not None
+  assert _gin_value('train_script.train.total_steps') == steps
+  dataset = _gin_value('train_script.train.train_dataset_cfg')
+  assert (dataset.mixture_or_task_name, dict(dataset.task_feature_lengths)) == (task, lengths)
+  assert _gin_value('train_script.train.model_dir') == '/tmp/x'
 
 
 def test_unknown_task_suggests_close_names():

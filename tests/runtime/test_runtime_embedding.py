@@ -2,6 +2,7 @@
 
 import types
 
+import flax.linen as nn
 import jax
 import numpy as np
 import pytest
@@ -9,8 +10,7 @@ import pytest
 from crosstask.models.config import TransformerConfig
 from crosstask.models.model import EncoderDecoderModel
 from crosstask.models.network import Transformer
-from crosstask.runtime import embedding, partitioning
-from crosstask.tasks.scirepeval import relevance_job
+from crosstask.runtime import embedding, partitioning, relevance_lib, restoring
 
 CFG = TransformerConfig(vocab_size=48, d_model=32, d_ff=64, num_heads=4, d_kv=8,
                         num_encoder_layers=2, num_decoder_layers=1, dropout_rate=0.0,
@@ -59,7 +59,7 @@ def test_embedder_equals_model_embed_on_one_padded_batch(setup, pooling):
 def test_target_scorer_equals_score_batch(setup):
   model, params, part, shardings, texts = setup
   target = [7, 9, 1]
-  got = relevance_job.TargetScorer(model, part, shardings, batch_size=4).score(
+  got = relevance_lib.TargetScorer(model, part, shardings, batch_size=4).score(
       params, texts, target, max_length=64)
   n = len(texts)
   batch = {"encoder_input_tokens": _padded(texts, 48),
@@ -75,3 +75,14 @@ def test_unknown_pooling_is_refused(setup):
   model, _, part, shardings, _ = setup
   with pytest.raises(ValueError, match="pooling"):
     embedding.Embedder(model, part, shardings, 4, pooling="cls")
+
+
+def test_param_template_has_the_initialized_shapes_with_their_shardings(setup):
+  model, params, part, _, _ = setup
+  params = nn.unbox(params)
+  abstract, shardings = restoring.param_template(
+      model, part, {"encoder_input_tokens": (2, 16), "decoder_input_tokens": (2, 8)})
+  assert jax.tree.structure(abstract) == jax.tree.structure(params)
+  assert jax.tree.structure(shardings) == jax.tree.structure(params)
+  jax.tree.map(lambda a, p, sh: (a.shape, a.dtype, a.sharding) == (p.shape, p.dtype, sh) or
+               pytest.fail(f"{a} vs {p.shape} {p.dtype} {sh}"), abstract, params, shardings)

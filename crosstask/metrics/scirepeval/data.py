@@ -19,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from crosstask.tasks.common.readers import DataError
-
 PathLike = str | os.PathLike
 _FLOAT_INT = re.compile(r"^\d+\.0+$")
 
 
-class ScirepevalDataError(DataError):
-  """Malformed SciRepEval data; the message names the file and line (and field)."""
+class ScirepevalDataError(ValueError):
+  """Malformed SciRepEval data; the message names the file and line (and field).
+
+  A ValueError like the task layer's `DataError`, but not a subclass of it: the
+  metrics package imports nothing of the task layer.
+  """
 
 
 def located(where: str, problem: str) -> ScirepevalDataError:

@@ -13,5 +13,8 @@ Registration reads no data: sources open their files only when a dataset is buil
 """
 
 from crosstask.tasks.citesum import tasks as _tasks
+from crosstask.tasks.citesum.schema import SCHEMA
+from crosstask.tasks.common import registry as _registry
 
-TASKS = _tasks.register_all()
+register = _tasks.register
+TASKS, MIXTURES = _registry.by_kind(register())

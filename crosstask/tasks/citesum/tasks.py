@@ -97,11 +97,12 @@ def register_citesum() -> list[str]:
       _citesum_task("citesum_abstract_to_discipline_dedup", ["abstract"], "discipline",
                     need=["discipline"], dedupe=True),
   ]
-  factory.register_mixture("citesum_tldr_title",
-                           ["citesum_abstract_to_tldr", "citesum_abstract_to_title"])
-  factory.register_mixture("citesum_tldr_title_discipline",
-                           ["citesum_abstract_to_tldr", "citesum_abstract_to_title",
-                            "citesum_abstract_to_discipline"])
+  names.append(factory.register_mixture(
+      "citesum_tldr_title", ["citesum_abstract_to_tldr", "citesum_abstract_to_title"]))
+  names.append(factory.register_mixture(
+      "citesum_tldr_title_discipline",
+      ["citesum_abstract_to_tldr", "citesum_abstract_to_title",
+       "citesum_abstract_to_discipline"]))
   return names
 
 
@@ -310,5 +311,6 @@ def register_tfds() -> list[str]:
   return names
 
 
-def register_all() -> list[str]:
+def register() -> list[str]:
+  """Registers every CiteSum and transfer task and mixture (no data read); returns the names."""
   return register_citesum() + register_scitldr() + register_news() + register_tfds()

@@ -12,5 +12,9 @@ Registration reads no data: sources open their files only when a dataset is buil
 """
 
 from crosstask.tasks.clue import tasks as _tasks
+from crosstask.tasks.common import registry as _registry
 
-TASKS = _tasks.register_all()
+# Each task kind has its own fields: {kind: Schema}.
+SCHEMA = {kind: schema for kind, (schema, _, _) in _tasks.LAYOUTS.items()}
+register = _tasks.register
+TASKS, MIXTURES = _registry.by_kind(register())

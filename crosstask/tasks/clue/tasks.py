@@ -28,13 +28,13 @@ import numpy as np
 
 from crosstask import metrics as ev
 from crosstask.metrics import cmrc
-from crosstask.metrics import rank_classification
 from crosstask.tasks.clue import examples as E
 from crosstask.tasks.clue import labels as L
 from crosstask.tasks.clue import leakage
 from crosstask.tasks.clue import readers as RD
 from crosstask.tasks.common import factory
 from crosstask.tasks.common import layout
+from crosstask.tasks.common import rank as rank_tasks
 from crosstask.tasks.common.schema import Field
 from crosstask.tasks.common.schema import Schema
 
@@ -139,17 +139,8 @@ def to_rank_example(record: dict, *, kind: str) -> dict[str, str]:
   ex = to_example(record, kind=kind)
   schema, _, output = LAYOUTS[kind]
   ex["targets"] = layout.value_text(schema[output], record["_text"], schema)
-  ex.update(rank_question=str(record["_example"]), rank_option=str(record["_option"]),
-            rank_correct="1" if record["_correct"] else "0")
+  ex.update(rank_tasks.features(record["_example"], record["_option"], record["_correct"]))
   return ex
-
-
-def _text(value) -> str:
-  if isinstance(value, (bytes, np.bytes_)):
-    return bytes(value).decode("utf-8", "replace")
-  if isinstance(value, np.ndarray):
-    return _text(value.item())
-  return str(value)
 
 
 def postprocess(output, example=None, is_target=False, *, kind: str):
@@ -159,27 +150,20 @@ def postprocess(output, example=None, is_target=False, *, kind: str):
   choice: the option index (-1 for no option). CMRC: the answer mapped back to
   the passage; the target becomes the list of every reference.
   """
-  text = _text(output)
+  text = layout.feature_text(output)
   example = example or {}
   if kind == "cmrc":
     if is_target:
-      return json.loads(_text(example["references"]))
-    return cmrc.span_in_context(text, _text(example.get("context", "")))
+      return json.loads(layout.feature_text(example["references"]))
+    return cmrc.span_in_context(text, layout.feature_text(example.get("context", "")))
   if kind in E.CHOICE_KINDS:
     if is_target:
-      return int(_text(example["answer_index"]))
-    return E.option_index(text, json.loads(_text(example.get("options", "[]"))))
+      return int(layout.feature_text(example["answer_index"]))
+    options = json.loads(layout.feature_text(example.get("options", "[]")))
+    return E.option_index(text, options)
   words = L.words(kind)
   index = E.option_index(text, words)
   return words[index] if index >= 0 else ""
-
-
-def rank_postprocess(output, example=None, is_target=False):
-  """Targets -> (question, option, is_correct) for `rank_accuracy`; scores pass through."""
-  if not is_target:
-    return output
-  return (int(_text(example["rank_question"])), int(_text(example["rank_option"])),
-          _text(example["rank_correct"]) == "1")
 
 
 def label_metrics(targets: Sequence[str], predictions: Sequence[str], *, kind: str) -> dict:
@@ -280,16 +264,15 @@ def clue_task(benchmark: str, task: str, k: str | None = None, rank: bool = Fals
   if kind == "cmrc":
     extra += ["context", "references"]
   if rank:
-    extra += ["rank_question", "rank_option", "rank_correct"]
+    extra += rank_tasks.FEATURES
   if kind == "c3":  # the body field differs per record; the prompt is built per record
     inputs = ("question", "options", "dialogue")
   return factory.arrow_task(
       task_name(benchmark, task, k, rank), schema=schema, inputs=inputs, outputs=(output,),
       lang=LANG, read_split=read, splits=task_splits(benchmark, task, k),
       to_example=functools.partial(to_rank_example if rank else to_example, kind=kind),
-      postprocess_fn=(rank_postprocess if rank
-                      else functools.partial(postprocess, kind=kind)),
-      metric_fns=[rank_classification.rank_accuracy] if rank else _metrics(kind),
+      postprocess_fn=rank_tasks.postprocess if rank else functools.partial(postprocess, kind=kind),
+      metric_fns=[rank_tasks.accuracy] if rank else _metrics(kind),
       extra_features=tuple(extra))
 
 
@@ -302,8 +285,8 @@ def register_mixture(name: str, tasks: Sequence[str]) -> str:
   return factory.register_mixture(name, tasks)
 
 
-def register_all() -> list[str]:
-  """Registers every CLUE/FewCLUE task and mixture; returns the task names."""
+def register() -> list[str]:
+  """Registers every CLUE/FewCLUE task and mixture (no data read); returns their names."""
   names = []
   for task, spec in RD.CLUE_TASKS.items():
     names.append(clue_task(RD.CLUE, task).name)
@@ -313,11 +296,12 @@ def register_all() -> list[str]:
     for k in (None,) + KS:
       names.append(clue_task(RD.FEWCLUE, task, k).name)
       names.append(clue_task(RD.FEWCLUE, task, k, rank=True).name)
-  register_mixture("clue_classification", [f"clue_{t}" for t in CLASSIFICATION])
-  register_mixture("clue_mrc", [f"clue_{t}" for t in MRC])
-  register_mixture("clue_all", [f"clue_{t}" for t in CLASSIFICATION + MRC])
+  names.append(register_mixture("clue_classification", [f"clue_{t}" for t in CLASSIFICATION]))
+  names.append(register_mixture("clue_mrc", [f"clue_{t}" for t in MRC]))
+  names.append(register_mixture("clue_all", [f"clue_{t}" for t in CLASSIFICATION + MRC]))
   for k in KS:
     for rank in (False, True):
-      register_mixture(f"fewclue_k{k}" + ("_rank" if rank else ""),
-                       [task_name(RD.FEWCLUE, t, k, rank) for t in RD.FEWCLUE_TASKS])
+      names.append(register_mixture(
+          f"fewclue_k{k}" + ("_rank" if rank else ""),
+          [task_name(RD.FEWCLUE, t, k, rank) for t in RD.FEWCLUE_TASKS]))
   return names

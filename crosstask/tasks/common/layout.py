@@ -153,6 +153,18 @@ def _find_markers(schema, text, fields, lang, nfkc) -> list[tuple[int, str, int]
   return sorted((pos, f, n) for f, (pos, n) in starts.items())
 
 
+def feature_text(value) -> str:
+  """str of a str, bytes or numpy/TF scalar, as a feature comes back from a dataset.
+
+  Undecodable bytes become U+FFFD: a postprocessor must not raise on model output.
+  """
+  if hasattr(value, "numpy"):
+    value = value.numpy()
+  if hasattr(value, "item") and not isinstance(value, (bytes, str)):
+    value = value.item()
+  return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 def parse_fields(schema: Schema, text, fields: Sequence[str], lang: str) -> dict:
   """A layout parsed back into {field: value}; never raises on any text (or bytes).
 

@@ -2,7 +2,7 @@
 
   schema     fields, labels, the 13 categories and 67 disciplines, per-field metrics
   readers    the benchmark files joined into full records, and the full-dataset form
-  tasks      the 360 arrow tasks (`csl_task`, `register_all`), and prompt variants
+  tasks      the 360 arrow tasks (`csl_task`, `register`), and prompt variants
              `<task>.p<k>` of three of them (`register_prompt_variants`)
   sampling   the paper's episode protocol (100 meta, k-shot, 64 + 64, 8 seeds)
   scenarios  the seven Table 3 partitions as meta / few-shot mixtures
@@ -11,9 +11,17 @@
 Registration reads no data: sources open their files only when a dataset is built.
 """
 
+from crosstask.tasks.common import registry as _registry
 from crosstask.tasks.csl import scenarios as _scenarios
 from crosstask.tasks.csl import tasks as _tasks
+from crosstask.tasks.csl.schema import SCHEMA
 
-_PROMPT_TASKS, _PROMPT_MIXTURES = _tasks.register_prompt_variants()
-TASKS = _tasks.register_all() + _PROMPT_TASKS
-MIXTURES = _scenarios.register_mixtures() + _PROMPT_MIXTURES
+
+def register() -> list[str]:
+  """Registers the 360 tasks, three prompt-variant sets and the mixtures; returns the names."""
+  prompt_tasks, prompt_mixtures = _tasks.register_prompt_variants()
+  return (_tasks.register() + prompt_tasks + _scenarios.register_mixtures()
+          + prompt_mixtures)
+
+
+TASKS, MIXTURES = _registry.by_kind(register())

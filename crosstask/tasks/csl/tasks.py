@@ -154,6 +154,6 @@ def register_prompt_variants(lang: str = "zh") -> tuple[list[str], list[str]]:
   return names, mixtures
 
 
-def register_all() -> list[str]:
+def register() -> list[str]:
   """Registers the 360 arrow-prompt tasks (no data read); returns their names."""
   return [csl_task(i, o, lang).name for lang in LANGS for i, o in io_pairs()]

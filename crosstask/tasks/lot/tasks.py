@@ -24,7 +24,7 @@ import re
 import unicodedata
 
 from crosstask.metrics import lot as lot_metrics
-from crosstask.metrics import rank_classification
+from crosstask.tasks.common import layout, rank
 from crosstask.tasks.common.schema import Field
 from crosstask.tasks.common.schema import Schema
 from crosstask.tasks.lot import readers
@@ -51,15 +51,6 @@ FEATURE_LENGTHS = {
     "plotcom": {"inputs": 512, "targets": 64},
     "outgen": {"inputs": 128, "targets": 512},
 }
-
-
-def _text(value) -> str:
-  """str of a str, bytes or numpy/TF scalar; undecodable bytes become U+FFFD."""
-  if hasattr(value, "numpy"):
-    value = value.numpy()
-  if hasattr(value, "item") and not isinstance(value, (bytes, str)):
-    value = value.item()
-  return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _example(record: dict, *, inputs, outputs, extras=()) -> dict[str, str]:
@@ -112,9 +103,9 @@ def clozet_postprocess(output, example=None, is_target=False) -> str:
   """Targets -> gold label; predictions -> the chosen candidate's label."""
   example = example or {}
   if is_target:
-    return _text(example["label"])
-  candidates = [_text(example.get("plot0", b"")), _text(example.get("plot1", b""))]
-  return choose_candidate(_text(output), candidates)
+    return layout.feature_text(example["label"])
+  candidates = [layout.feature_text(example.get(f"plot{i}", b"")) for i in (0, 1)]
+  return choose_candidate(layout.feature_text(output), candidates)
 
 
 def clozet_rank_records(split: str) -> list[dict]:
@@ -128,22 +119,9 @@ def clozet_rank_records(split: str) -> list[dict]:
     for option in (0, 1):
       if split == "train" and rec["label"] != str(option):
         continue
-      out.append({**rec, "plot": rec[f"plot{option}"], "rank_question": str(i),
-                  "rank_option": str(option), "rank_correct": str(int(rec["label"] == str(option)))})
+      out.append({**rec, "plot": rec[f"plot{option}"],
+                  **rank.features(i, option, rec["label"] == str(option))})
   return out
-
-
-def rank_postprocess(output, example=None, is_target=False):
-  """Targets -> (question, option, is_correct); scores pass through."""
-  if not is_target:
-    return output
-  return (int(_text(example["rank_question"])), int(_text(example["rank_option"])),
-          _text(example["rank_correct"]) == "1")
-
-
-# The CLUE tasks' rank classification metric: per story the best-scored candidate
-# is the answer (ties: candidate 0), 0-100.
-rank_accuracy = rank_classification.rank_accuracy
 
 
 # ------------------------------------------------------------------ SenPos
@@ -158,7 +136,7 @@ def senpos_record(record: dict) -> dict:
 def senpos_postprocess(output, example=None, is_target=False) -> str:
   """The first integer of the text (NFKC, so full-width digits count); "" if none."""
   del example, is_target
-  found = _INTEGER.search(unicodedata.normalize("NFKC", _text(output)))
+  found = _INTEGER.search(unicodedata.normalize("NFKC", layout.feature_text(output)))
   return str(int(found.group())) if found else ""
 
 
@@ -168,14 +146,16 @@ def senpos_postprocess(output, example=None, is_target=False) -> str:
 def story_postprocess(output, example=None, is_target=False) -> str:
   """Predictions cleaned as LongLM's `pro()`; targets (references) left as they are."""
   del example
-  return _text(output) if is_target else lot_metrics.clean_prediction(_text(output))
+  text = layout.feature_text(output)
+  return text if is_target else lot_metrics.clean_prediction(text)
 
 
 def outgen_postprocess(output, example=None, is_target=False):
   """Targets -> {"story", "outline"} for Coverage/Order; predictions -> clean text."""
   if not is_target:
-    return lot_metrics.clean_prediction(_text(output))
-  return {"story": _text(output), "outline": _text(example["outline"]).split("#")}
+    return lot_metrics.clean_prediction(layout.feature_text(output))
+  return {"story": layout.feature_text(output),
+          "outline": layout.feature_text(example["outline"]).split("#")}
 
 
 def _accuracy(targets, predictions):
@@ -206,9 +186,9 @@ def register() -> list[str]:
            metric_fns=[_accuracy]).name,
       task("lot_zh_clozet_rank", **clozet_io, read_split=clozet_rank_records, splits=SPLITS,
            to_example=functools.partial(
-               _example, **clozet_io, extras=("rank_question", "rank_option", "rank_correct")),
-           extra_features=("rank_question", "rank_option", "rank_correct"),
-           postprocess_fn=rank_postprocess, metric_fns=[rank_accuracy]).name,
+               _example, **clozet_io, extras=rank.FEATURES),
+           extra_features=rank.FEATURES, postprocess_fn=rank.postprocess,
+           metric_fns=[rank.accuracy]).name,
       task("lot_zh_senpos", inputs=("story", "sentence"), outputs=("position",),
            read_split=_read("senpos", senpos_record), splits=SPLITS,
            postprocess_fn=senpos_postprocess, metric_fns=[_accuracy]).name,

@@ -75,3 +75,38 @@ def read_meta_any(path) -> list[dict[str, Any]]:
   if isinstance(first[1], dict) and "candidates" in first[1]:
     return readers.read_ir_rows(path)
   return readers.read_meta(path)
+
+
+def code_token_ids(vocabulary: Any, codes: Sequence[str]) -> dict[str, int]:
+  """The sentinel id of each control code (`<extra_id_k>` = vocab_size - 1 - k)."""
+  extra = int(getattr(vocabulary, 'extra_ids', 0) or 0)
+  if extra < len(codes):
+    raise ValueError(f'sentinel_codes=True needs a vocabulary with at least {len(codes)} '
+                     f'extra_ids (sentinels); this one has {extra}. Set the vocabulary\'s '
+                     'extra_ids (e.g. seqio.ByteVocabulary.extra_ids = 4).')
+  return {code: vocabulary.vocab_size - 1 - k for k, code in enumerate(codes)}
+
+
+def tokenize(items: Iterable[tuple[str, str, str]], vocabulary: Any, *, max_length: int, sentinel_codes: bool, pooling: str
+             ) -> tuple[list[list[int]], int]:
+  """Token ids per (doc_id, code, text) item, and how many were truncated."""
+  eos = int(getattr(vocabulary, 'eos_id', 1) or 1)
+  ids = code_token_ids(vocabulary, CODES) if sentinel_codes else {}
+  out, truncated = [], 0
+  for doc_id, code, text in items:
+    if sentinel_codes and code:
+      body = text[len(code):].lstrip()
+      tokens = [ids[code]] + list(vocabulary.encode(body))
+    else:
+      tokens = list(vocabulary.encode(text))
+    if pooling == 'first':
+      n_code = (1 if sentinel_codes else len(vocabulary.encode(code))) if code else 0
+      if n_code != 1:
+        raise ValueError(f"pooling='first' takes the control code's state, so the code must be "
+                         f"one token; {code or 'no code'!r} is {n_code} tokens here (doc "
+                         f"{doc_id}). Use sentinel_codes=True or pooling='mean'.")
+    if len(tokens) + 1 > max_length:
+      tokens = tokens[:max_length - 1]
+      truncated += 1
+    out.append(tokens + [eos])
+  return out, truncated

@@ -18,7 +18,6 @@ import functools
 from crosstask.metrics.scirepeval import text_metrics
 from crosstask.tasks.common import factory
 from crosstask.tasks.scirepeval import records
-from crosstask.tasks.scirepeval import schema as S
 from crosstask.tasks.scirepeval import text
 
 IN_TRAIN_MIXTURE = "scirepeval_in_train"
@@ -51,14 +50,18 @@ def _read_split(split: str, *, key: str) -> list[dict]:
 def register_task(task: text.TextTask):
   extra = ("query_id", "cand_id", "grade") if task.kind == "pair" else ("doc_id",)
   return factory.arrow_task(
-      task.name, schema=S.SCHEMA, inputs=S.input_fields(task), outputs=(S.output_field(task),),
+      task.name, schema=text.SCHEMA, inputs=text.input_fields(task),
+      outputs=(text.output_field(task),),
       lang="en", read_split=functools.partial(_read_split, key=task.key),
       splits=records.splits(task), metric_fns=metric_fns(task), postprocess_fn=strip_output,
       to_example=lambda ex: ex, extra_features=extra)
 
 
-def register_all() -> list[str]:
+def register() -> list[str]:
+  """Registers the 23 text tasks and the two mixtures (no data read); returns their names."""
   names = [register_task(t).name for t in text.TEXT_TASKS]
-  factory.register_mixture(IN_TRAIN_MIXTURE, [text.BY_KEY[k].name for k in text.IN_TRAIN])
-  factory.register_mixture(SAMPLE_MIXTURE, [text.BY_KEY[k].name for k in records.SAMPLE_FILES])
+  names.append(factory.register_mixture(IN_TRAIN_MIXTURE,
+                                        [text.BY_KEY[k].name for k in text.IN_TRAIN]))
+  names.append(factory.register_mixture(SAMPLE_MIXTURE,
+                                        [text.BY_KEY[k].name for k in records.SAMPLE_FILES]))
   return names

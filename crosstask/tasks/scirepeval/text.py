@@ -4,17 +4,19 @@ Inputs are `<prompt> <labelled fields>`, e.g.
 `Title + Abstract -> Fields of study Title: …; Abstract: …` laid out by the
 shared `crosstask.tasks.common.layout`; the target is the bare value: label name(s), a number as `f"{y:.4g}"`, or `yes`/`no` for a
 (query, candidate) pair of a proximity or search task. Pairs are ranked by
-log P(yes) − log P(no) (`crosstask.tasks.scirepeval.relevance_job`) and scored with the
+log P(yes) − log P(no) (`crosstask.relevance`) and scored with the
 same trec_eval measures as embeddings. Pure Python.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crosstask.metrics.scirepeval import benchmark as B
+from crosstask.tasks.common.schema import Field, Schema
 from crosstask.tasks.scirepeval import inputs as I
 
 YES, NO = "yes", "no"
@@ -112,6 +114,35 @@ TEXT_TASKS: tuple[TextTask, ...] = (
 BY_KEY = {t.key: t for t in TEXT_TASKS}
 IN_TRAIN = tuple(t.key for t in TEXT_TASKS if t.spec.in_train)
 
+# The fields for the shared layout: canonical order = prompt order (a search query
+# first, the pair's second paper last), then one output field per distinct output.
+INPUTS = (("query", "Query"), ("title", "Title"), ("abstract", "Abstract"), ("venue", "Venue"),
+          ("year", "Year"), ("candidate_title", "Candidate title"),
+          ("candidate_abstract", "Candidate abstract"),
+          ("reviewer_paper_title", "Reviewer paper title"),
+          ("reviewer_paper_abstract", "Reviewer paper abstract"))
+
+
+def _field_name(label: str) -> str:
+  return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+
+
+def output_field(task: TextTask) -> str:
+  return _field_name(task.output)
+
+
+def input_fields(task: TextTask) -> tuple[str, ...]:
+  return tuple(_field_name(label) for label in task.input_labels)
+
+
+_OUTPUTS: dict[str, Field] = {}
+for _t in TEXT_TASKS:
+  _OUTPUTS.setdefault(output_field(_t), Field(output_field(_t), {"en": _t.output},
+                                              kind="number" if _t.kind == "number" else "label"))
+
+SCHEMA = Schema("scirepeval", tuple(Field(n, {"en": l}) for n, l in INPUTS)
+                + tuple(_OUTPUTS.values()))
+
 
 def get(key: str) -> TextTask:
   """A text task by key (`fos`), full name (`scirepeval_fos`) or official name."""
@@ -127,9 +158,7 @@ def get(key: str) -> TextTask:
 
 def _layout(task: TextTask, record: Mapping[str, str]) -> str:
   from crosstask.tasks.common import layout  # pylint: disable=g-import-not-at-top
-  from crosstask.tasks.scirepeval import schema as S  # pylint: disable=g-import-not-at-top
-  return layout.format_inputs(S.SCHEMA, record, S.input_fields(task), (S.output_field(task),),
-                              "en")
+  return layout.format_inputs(SCHEMA, record, input_fields(task), (output_field(task),), "en")
 
 
 def _paper_fields(item: Mapping[str, Any], fields: Sequence[str], prefix: str = ""

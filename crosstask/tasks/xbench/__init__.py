@@ -9,12 +9,17 @@ Importing registers the source benchmarks' tasks (they are the members) and the
 `xbench_*` tasks and mixtures; registration reads no data.
 """
 
+from crosstask.tasks.common import registry as _registry
 from crosstask.tasks.xbench import tasks as _tasks
 
-
-def register() -> tuple[list[str], list[str]]:
-  """Registers every scenario's tasks and mixtures; returns (task names, mixture names)."""
-  return _tasks.register_all()
+# No fields of its own: every member task belongs to a source benchmark's schema.
+SCHEMA: dict = {}
 
 
-TASKS, MIXTURES = register()
+def register() -> list[str]:
+  """Registers every scenario's tasks and mixtures (idempotent); returns their names."""
+  tasks, mixtures = _tasks.register_all()
+  return list(tasks) + list(mixtures)
+
+
+TASKS, MIXTURES = _registry.by_kind(register())

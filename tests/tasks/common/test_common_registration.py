@@ -42,12 +42,32 @@ def test_task_modules_import_without_the_runtime_and_list():
       "task     csl_zh_abstract_to_title_and_category",
       "task     csl_zh_abstract_to_title_and_category_and_discipline",
       "2 tasks, 0 mixtures"]
-  from crosstask.tasks import BENCHMARKS  # pylint: disable=g-import-not-at-top
-  for name in BENCHMARKS:
-    try:
-      __import__(f"crosstask.tasks.{name}")
-    except ModuleNotFoundError:
-      assert f"note: benchmark {name!r} has no package" in res.stderr
+
+
+def test_every_benchmark_package_keeps_the_contract():
+  """Found from the folders, each package exposes SCHEMA/register/TASKS/MIXTURES and has configs."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  import crosstask.tasks  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.common import registry  # pylint: disable=g-import-not-at-top
+  root = rs.REPO / "crosstask"
+  assert crosstask.tasks.BENCHMARKS == ("citesum", "clue", "csl", "lot", "scirepeval")
+  for name in crosstask.tasks.BENCHMARKS:
+    module = importlib.import_module(f"crosstask.tasks.{name}")
+    assert registry.contract_problems(module) == []
+    assert module.TASKS and (root / "t5x_configs" / name).is_dir(), name
+  assert len(importlib.import_module("crosstask.tasks.csl").MIXTURES) == 28
+
+
+def test_contract_problems_name_what_a_package_lacks():
+  import types  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.common import registry  # pylint: disable=g-import-not-at-top
+  bare = types.ModuleType("crosstask.tasks.bare")
+  bare.SCHEMA, bare.TASKS = None, ("a",)
+  assert registry.contract_problems(bare) == ["crosstask.tasks.bare has no register",
+                                              "crosstask.tasks.bare has no MIXTURES"]
+  bare.register, bare.MIXTURES = (lambda: ["a", "b"]), ()
+  assert registry.contract_problems(bare) == [
+      "crosstask.tasks.bare.register() does not return TASKS + MIXTURES"]
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 import pytest
 
 from crosstask import paths
-from crosstask.tasks.common import testing
+from crosstask.tasks.common import rank, testing
 
 import crosstask.tasks.lot  # pylint: disable=unused-import  # registers the tasks
 from crosstask.tasks.lot import tasks as T
@@ -62,7 +62,7 @@ def test_clozet_rank_scores_both_candidates_and_trains_on_the_right_one():
   # The right candidate scores higher in story 0, lower in story 1; ties go to candidate 0.
   right = [t[2] for t in targets]
   scores = [-1.0 if right[0] else -2.0, -2.0 if right[0] else -1.0, -3.0, -3.0]
-  assert T.rank_accuracy(targets, scores)["accuracy"] == pytest.approx(
+  assert rank.accuracy(targets, scores)["accuracy"] == pytest.approx(
       50.0 + 50.0 * (targets[2][2]))
 
 

@@ -4,8 +4,8 @@ import gin
 import pytest
 
 import runtime_subprocess as rs
+from crosstask import embed, relevance  # noqa: F401  configurables
 from crosstask.runtime import gin_utils  # noqa: F401
-from crosstask.tasks.scirepeval import embed_job, relevance_job  # noqa: F401  configurables
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ import pathlib
 import pytest
 import seqio
 
-from crosstask.tasks.scirepeval import embed_job
 from crosstask.tasks.scirepeval import inputs, readers
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "scirepeval"
@@ -38,24 +37,24 @@ def test_search_queries_and_candidates_each_embedded_once():
 def test_first_pooling_needs_a_one_token_code():
   items = [("1", "[CLF]", "[CLF] Title: x")]
   with pytest.raises(ValueError, match="one token; '\\[CLF\\]' is 5 tokens"):
-    embed_job.tokenize(items, seqio.ByteVocabulary(), max_length=32, sentinel_codes=False,
+    inputs.tokenize(items, seqio.ByteVocabulary(), max_length=32, sentinel_codes=False,
                        pooling="first")
   vocab = seqio.ByteVocabulary(extra_ids=4)
-  (tokens,), truncated = embed_job.tokenize(items, vocab, max_length=32, sentinel_codes=True,
+  (tokens,), truncated = inputs.tokenize(items, vocab, max_length=32, sentinel_codes=True,
                                             pooling="first")
   assert tokens[0] == vocab.vocab_size - 1  # [CLF] = <extra_id_0>, [PRX] = <extra_id_1>, ...
   assert vocab.decode(tokens[1:-1]) == "Title: x" and tokens[-1] == 1 and truncated == 0
   with pytest.raises(ValueError, match="'no code' is 0 tokens"):  # CTRL_CODES=False
-    embed_job.tokenize([("1", "", "Title: x")], vocab, max_length=32, sentinel_codes=True,
+    inputs.tokenize([("1", "", "Title: x")], vocab, max_length=32, sentinel_codes=True,
                        pooling="first")
   with pytest.raises(ValueError, match="extra_ids"):
-    embed_job.tokenize(items, seqio.ByteVocabulary(), max_length=32, sentinel_codes=True,
+    inputs.tokenize(items, seqio.ByteVocabulary(), max_length=32, sentinel_codes=True,
                        pooling="first")
 
 
 def test_truncation_keeps_eos_and_is_counted():
   items = [("1", "", "x" * 40), ("2", "", "short")]
-  tokens, truncated = embed_job.tokenize(items, seqio.ByteVocabulary(), max_length=16,
+  tokens, truncated = inputs.tokenize(items, seqio.ByteVocabulary(), max_length=16,
                                          sentinel_codes=False, pooling="mean")
   assert [len(t) for t in tokens] == [16, 6] and tokens[0][-1] == 1 and truncated == 1
 

@@ -31,10 +31,9 @@ def test_23_text_tasks_all_but_s2and():
 ])
 def test_prompts(key, prompt):
   from crosstask.tasks.common import layout
-  from crosstask.tasks.scirepeval import schema
   task = text.get(key)
   assert task.prompt == prompt == layout.prompt(
-      schema.SCHEMA, schema.input_fields(task), (schema.output_field(task),), "en")
+      text.SCHEMA, text.input_fields(task), (text.output_field(task),), "en")
 
 
 def test_values_cannot_fake_a_field_marker():

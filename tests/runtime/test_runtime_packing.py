@@ -9,7 +9,7 @@ import seqio
 import tensorflow as tf
 
 from crosstask.runtime import data
-from crosstask.tasks.common import packing
+from crosstask.runtime import packing
 
 LENGTHS = {"inputs": 16, "targets": 6}
 

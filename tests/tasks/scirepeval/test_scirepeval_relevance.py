@@ -1,4 +1,4 @@
-"""`relevance_job.rank` in process: IR rows with qrels, and Paper-Reviewer Matching."""
+"""`relevance.rank` in process: IR rows with qrels, and Paper-Reviewer Matching."""
 
 import json
 import pathlib
@@ -7,9 +7,9 @@ import sys
 import pytest
 
 import runtime_subprocess as rs
+from crosstask import relevance
 from crosstask.metrics.scirepeval import data, ranking
 from crosstask.runtime import checkpoints
-from crosstask.tasks.scirepeval import relevance_job
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "scirepeval"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -26,7 +26,7 @@ def tiny(tmp_path_factory):
 def test_rank_relish_rows_with_qrels(tiny, tmp_path):
   model, restore = tiny
   qrels_path = FIXTURES / "relish" / "test_qrel.jsonl"
-  got = relevance_job.rank(model=model, restore_checkpoint_cfg=restore, task="relish",
+  got = relevance.rank(model=model, restore_checkpoint_cfg=restore, task="relish",
                            meta_file=str(FIXTURES / "relish" / "meta.jsonl"),
                            qrels_file=str(qrels_path), output_dir=str(tmp_path), max_length=64)
   run = [json.loads(l) for l in (tmp_path / "scirepeval_relish-run.jsonl").open()]
@@ -46,7 +46,7 @@ def test_rank_reviewers(tiny, tmp_path):
   with open(meta, "w") as f:
     for pid in ["p0", "p1"] + [p for ps in reviewers.values() for p in ps]:
       f.write(json.dumps({"doc_id": pid, "title": f"Paper {pid}", "abstract": "text"}) + "\n")
-  got = relevance_job.rank(
+  got = relevance.rank(
       model=model, restore_checkpoint_cfg=restore, task="paper_reviewer_matching",
       meta_file=str(meta), reviewers_file=str(prm / "reviewer_metadata.jsonl"),
       qrels_file=[str(prm / "test_hard_qrel.jsonl"), str(prm / "test_soft_qrel.jsonl")],
@@ -57,6 +57,6 @@ def test_rank_reviewers(tiny, tmp_path):
   assert scores["hard_P_10"] == 20.0 and scores["soft_P_10"] == 30.0
   assert got["scored_by"]["pairs"] == 18 + 5  # p0: all 18 reviewer papers; p1: ra 3 + rd 2.
   with pytest.raises(ValueError, match="reviewers_file"):
-    relevance_job.rank(model=model, restore_checkpoint_cfg=restore,
+    relevance.rank(model=model, restore_checkpoint_cfg=restore,
                        task="paper_reviewer_matching", meta_file=str(meta),
                        output_dir=str(tmp_path))

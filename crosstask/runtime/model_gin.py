@@ -1,7 +1,10 @@
 """Gin model files -> config / model, and abstract parameter counts (no weights allocated).
 
-    python -m crosstask.models.builder crosstask/gin/longlm/large.gin
-    python -c "from crosstask.models import builder; builder.print_param_count('crosstask/gin/longlm/large.gin')"
+    python -m crosstask.runtime.model_gin crosstask/gin/longlm/large.gin
+    python -c "from crosstask.runtime import model_gin; model_gin.print_param_count('crosstask/gin/longlm/large.gin')"
+
+Gin parsing is the runtime's business (search paths, configurable modules, located
+errors), so reading a model file lives here and `crosstask.models` stays free of it.
 
 Model files include each other relative to crosstask/gin (as the runtime's gin search
 path does); file arguments may be given relative to the repo root or the cwd. Parsing a model file imports its vocabulary module (seqio); this module does not.
@@ -17,6 +20,7 @@ import jax
 
 from crosstask.models import hf_import
 from crosstask.models.config import TransformerConfig
+from crosstask.runtime import gin_utils
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -28,7 +32,6 @@ def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> N
   crosstask/gin; errors name the file or binding at fault. Unlike the entry points,
   the config is left unlocked: a notebook may import task modules afterwards.
   """
-  from crosstask.runtime import gin_utils  # pylint: disable=g-import-not-at-top
   if isinstance(gin_files, (str, pathlib.Path)):
     gin_files = [gin_files]
   gin.clear_config()
