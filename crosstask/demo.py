@@ -19,7 +19,6 @@ training step alone (any gin file and bindings), for notebooks and tests.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import subprocess
@@ -30,6 +29,7 @@ from collections.abc import Sequence
 import gin
 
 from crosstask import paths
+from crosstask.results import records
 from crosstask.runtime import host_memory
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -153,11 +153,8 @@ def train_and_evaluate(model_dir: str | os.PathLike, *, steps: int = 300,
   metrics_file = os.path.join(model_dir, "inference_eval", "metrics.jsonl")
   evals = {}
   if os.path.exists(metrics_file):
-    with open(metrics_file, encoding="utf-8") as f:
-      for line in f:
-        row = json.loads(line)
-        if row["step"] == step:
-          evals[row["task"]] = row["metrics"]
+    evals = {task: dict(r.metrics)
+             for task, r in records.at_step(records.read(metrics_file), step).items()}
   return {"model_dir": model_dir, "step": step, "train_metrics": train_metrics,
           "eval_metrics": evals, "metrics_file": metrics_file, "tensorboard_dir": model_dir}
 

@@ -15,9 +15,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from crosstask.metrics import clue_scores
+from crosstask.results import records
 from crosstask.tasks.clue import paper
 from crosstask.tasks.clue import submissions
-from crosstask.tasks.common import readers as common_readers
 from crosstask.tasks.common import report as common_report
 
 SPLITS = ("0", "1", "2", "3", "4")
@@ -28,22 +28,16 @@ def collect(paths: Iterable[str | os.PathLike], metric: str = "accuracy"
             ) -> dict[str, dict[str, float]]:
   """{fewclue task: {k: score}} from metrics.jsonl files; the latest step wins."""
   latest: dict[tuple[str, str], tuple[int, float]] = {}
-  for path in paths:
-    for row in common_readers.read_jsonl(path):
-      try:
-        name, step = row.value["task"], int(row.value["step"])
-        value = row.value["metrics"].get(metric)
-      except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise common_readers.DataError(
-            f"{row.where}: not a crosstask metrics line ({e!r})") from None
-      try:
-        benchmark, task, k, _ = submissions.parse_task_name(name)
-      except ValueError:
-        continue
-      if benchmark != "fewclue" or k is None or value is None:
-        continue
-      if (task, k) not in latest or step >= latest[(task, k)][0]:
-        latest[(task, k)] = (step, float(value))
+  for row in records.read_many(paths):
+    value = row.metrics.get(metric)
+    try:
+      benchmark, task, k, _ = submissions.parse_task_name(row.task)
+    except ValueError:
+      continue
+    if benchmark != "fewclue" or k is None or value is None:
+      continue
+    if (task, k) not in latest or row.step >= latest[(task, k)][0]:
+      latest[(task, k)] = (row.step, value)
   out: dict[str, dict[str, float]] = {}
   for (task, k), (_, value) in latest.items():
     out.setdefault(task, {})[k] = value
