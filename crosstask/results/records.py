@@ -4,8 +4,8 @@ Eval runs, training-time evaluation and `crosstask.score` append these lines;
 the reports, best-checkpoint selection, the demo and `crosstask.results` read
 them here, so a new field (the task fingerprint) is added in one place. A line
 is `{"step", "task", "metrics": {name: float}}`, plus `"fingerprint"` (a short
-hash of the task's definition) and `"source"` (what produced the numbers) when
-known. Pure Python: importing it pulls in no framework.
+hash of the task's definition), `"source"` (what produced the numbers) and
+`"split"` when known. Pure Python: importing it pulls in no framework.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Record:
   metrics: Mapping[str, float]
   fingerprint: str | None = None
   source: str | None = None
+  split: str | None = None
   where: str = ""
 
   def to_json(self) -> dict:
@@ -36,6 +37,8 @@ class Record:
       out["fingerprint"] = self.fingerprint
     if self.source:
       out["source"] = self.source
+    if self.split:
+      out["split"] = self.split
     return out
 
 
@@ -60,7 +63,8 @@ def _record(value, where: str) -> Record:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
       raise ValueError(f"{where}: metric {key!r} of task {task!r} is not a number: {v!r}")
     clean[str(key)] = float(v)
-  return Record(step, task, clean, value.get("fingerprint"), value.get("source"), where)
+  return Record(step, task, clean, value.get("fingerprint"), value.get("source"),
+                value.get("split"), where)
 
 
 def read(path: str | os.PathLike) -> list[Record]:

@@ -191,7 +191,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
     print(f"note: {path} was inferred under task fingerprint {inferences.fingerprint}; "
           f"scored under {print_fingerprint} (the task's definition changed since)")
   record = records.Record(int(step), task.name, metrics, print_fingerprint,
-                          source=f"score:{pathlib.Path(path).name}")
+                          source=f"score:{pathlib.Path(path).name}", split=inferences.split)
   records.append(pathlib.Path(output_dir) if output_dir else pathlib.Path(path).parent,
                  [record])
   return record
@@ -248,6 +248,7 @@ def score_embeddings(task: str, embeddings: str | os.PathLike, data_dir: str | o
   if isinstance(result, Mapping) and result.get("not_run"):
     raise ValueError(f"SciRepEval task {spec.name!r} is not scored here: {result['reason']}")
   record = records.Record(int(step), SCIREPEVAL_PREFIX + spec.name, flatten(result),
-                          source=f"score:{pathlib.Path(embeddings).name}:{backend}")
+                          source=f"score:{pathlib.Path(embeddings).name}:{backend}",
+                          split="test")
   records.append(output_dir, [record])
   return record

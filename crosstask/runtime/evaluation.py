@@ -35,6 +35,7 @@ class Evaluator:
     task = data.get_mixture_or_task(cfg.mixture_or_task_name)
     data.check_split(task, cfg.split)
     self.output_dir = output_dir
+    self.split = cfg.split
     self.writer = writer
     os.makedirs(output_dir, exist_ok=True)
     self._evaluator = seqio.Evaluator(
@@ -64,7 +65,8 @@ class Evaluator:
       out[task] = {k: s for k, v in metrics.items() if (s := _scalar(v)) is not None}
     if jax.process_index() == 0:  # Every host computes the metrics; one appends them.
       records.append(self.output_dir, [
-          records.Record(int(step), task, metrics, self.fingerprints.get(task), source='eval')
+          records.Record(int(step), task, metrics, self.fingerprints.get(task), source='eval',
+                         split=self.split)
           for task, metrics in out.items()])
     if self.writer is not None:
       self.writer.write_scalars(int(step), {f'eval/{task}/{k}': v
