@@ -179,6 +179,7 @@ class Value:
   step: int | None = None
   prompts: int = 0
   prompt_std: float | None = None
+  spread_of: str = "prompts"  # what `prompt_std` is a spread over (FewCLUE: its k splits)
 
 
 def _group_fingerprint(fingerprints: Iterable[str | None]) -> str:
@@ -259,7 +260,8 @@ def _fewclue(tasks: Mapping[str, R.Record], split: str) -> dict[Column, Value]:
     if all(k in per_k for k in ks):
       mean, std = common_report.mean_std([per_k[k] for k in ks])
       means[task] = mean
-      out[Column(f"fewclue {task} k=0..4", "accuracy", split, "")] = Value(mean, None, 5, std)
+      out[Column(f"fewclue {task} k=0..4", "accuracy", split, "")] = Value(
+          mean, None, 5, std, spread_of="splits")
   if all(t in means for t in clue_scores.FEWCLUE_TASKS):
     out[Column("FewCLUE score", "", split, "")] = Value(clue_scores.fewclue_score(means))
   return out
@@ -342,7 +344,8 @@ def _pool(values: Sequence[Value]) -> dict:
   return {"mean": mean, "std": std if len(values) > 1 else None, "n": len(values),
           "step": steps.pop() if len(steps) == 1 else None,
           "prompts": max(v.prompts for v in values),
-          "prompt_std": sum(prompt_stds) / len(prompt_stds) if prompt_stds else None}
+          "prompt_std": sum(prompt_stds) / len(prompt_stds) if prompt_stds else None,
+          "spread_of": values[0].spread_of}
 
 
 def build_rows(runs: Sequence[Run], prefer: Sequence[str] = (), all_metrics: bool = False,
@@ -385,7 +388,7 @@ def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
 
   def put(row: str, column: Column, value: float) -> None:
     out.setdefault(row, {})[column] = {"mean": float(value), "std": None, "n": 1, "step": None,
-                                       "prompts": 0, "prompt_std": None}
+                                       "prompts": 0, "prompt_std": None, "spread_of": ""}
 
   def pick(table: Mapping, benchmark: str) -> list[str]:
     return list(table) if which == "all" else [r for r in DEFAULT_PAPER_ROWS[benchmark]
@@ -440,7 +443,8 @@ def format_cell(cell: dict | None, column_step: int | None, floatfmt: str = ".2f
   if cell["std"] is not None:
     text += f" ± {format(cell['std'], floatfmt)}"
   if cell["prompt_std"] is not None and cell["prompts"]:
-    text += f" (σ {format(cell['prompt_std'], floatfmt)} over {cell['prompts']} prompts)"
+    text += (f" (σ {format(cell['prompt_std'], floatfmt)} over {cell['prompts']} "
+             f"{cell['spread_of']})")
   if column_step is None and cell["step"] is not None:
     text += f" @{cell['step']}"
   return text
