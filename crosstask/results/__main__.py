@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
                       "the task's headline metric, e.g. accuracy, em, rougeL)")
   p.add_argument("--all_metrics", action="store_true", help="a column per metric")
   p.add_argument("--tasks", help="regular expression: only columns whose name matches")
+  p.add_argument("--merge", action="store_true",
+                 help="the RUN_DIRs are parts of one model's results (e.g. FewCLUE's k = 0..4 "
+                      "runs): one row")
   p.add_argument("--paper", default="default", choices=("default", "all", "none"),
                  help="published rows beside ours")
   return p
@@ -42,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
   try:
     result = table.build(args.runs, step=args.step, prefer=args.metric,
-                         all_metrics=args.all_metrics, paper=args.paper, tasks=args.tasks)
+                         all_metrics=args.all_metrics, paper=args.paper, tasks=args.tasks,
+                         merge=args.merge)
   except (FileNotFoundError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

@@ -508,11 +508,28 @@ class Table:
     return {"columns": columns, "rows": rows, "conflicts": self.conflicts()}
 
 
+def merge_runs(runs: Sequence[Run]) -> Run:
+  """Runs that together make one model's results (FewCLUE's k = 0..4 trainings) as one."""
+  chosen: dict[tuple[str, str], R.Record] = {}
+  for run in runs:
+    for key, record in run.records.items():
+      if key not in chosen or record.step >= chosen[key].step:
+        chosen[key] = record
+  seeds = {run.seed for run in runs}
+  return Run(pathlib.Path(_label([run.path for run in runs])), chosen,
+             seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key)
+
+
 def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
           prefer: Sequence[str] = (), all_metrics: bool = False, paper: str = "default",
-          tasks: str | None = None) -> Table:
-  """The table for `run_dirs` (each a folder holding metrics.jsonl files, or one file)."""
+          tasks: str | None = None, merge: bool = False) -> Table:
+  """The table for `run_dirs` (each a folder holding metrics.jsonl files, or one file).
+
+  `merge` makes all of them one run (one row): the parts of one model's results.
+  """
   runs = [load_run(d, step) for d in run_dirs]
+  if merge:
+    runs = [merge_runs(runs)]
   rows = build_rows(runs, prefer, all_metrics)
   columns = [c for row in rows for c in row.cells]
   if tasks:

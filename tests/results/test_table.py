@@ -128,3 +128,23 @@ def test_cli_formats_and_errors(tmp_path, capsys):
   assert lines[1].startswith("r,T5 d64 2+2L,0,9.0,")
   assert cli.main([str(tmp_path / "nowhere")]) == 2
   assert "does not exist" in capsys.readouterr().err
+
+
+def test_fewclue_runs_per_k_merge_into_one_row(tmp_path, capsys):
+  from crosstask.tasks.clue import report  # pylint: disable=g-import-not-at-top
+  files = []
+  for k in range(5):
+    rows = [(8, f"fewclue_{task}_k{k}_rank", {"accuracy": 50.0 + k}, "f" * 8)
+            for task in clue_scores.FEWCLUE_TASKS]
+    files.append(records.metrics_file(_run(tmp_path, f"k{k}", 0, rows, split="test_public")
+                                      / "inference_eval"))
+  separate = table.build(files, paper="none")
+  assert not [c for c in separate.columns if c.name == "FewCLUE score"]
+  merged = table.build(files, paper="none", merge=True)
+  (row,) = merged.rows
+  score = next(c for c in merged.columns if c.name == "FewCLUE score")
+  assert row.cells[score]["mean"] == 52.0
+  report.main([str(f) for f in files])
+  out = capsys.readouterr().out
+  assert "FewCLUE score (test_public)" in out and "| 52.00 |" in out
+  assert "fewclue_eprstmt accuracy" not in out  # the alias shows FewCLUE's aggregates only

@@ -7,6 +7,8 @@ checkpoint selected on dev_k is the one evaluated). The FewCLUE score is the
 mean over the nine tasks of the k = 0..4 means (`eval.clue_scores`).
 
   python -m crosstask.tasks.clue.report /runs/k*/eval_test_public/metrics.jsonl
+
+prints the FewCLUE part of `python -m crosstask.results --merge` (the same files).
 """
 
 from __future__ import annotations
@@ -93,10 +95,16 @@ def report(paths: Iterable[str | os.PathLike]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+  """An alias of `python -m crosstask.results --merge` restricted to FewCLUE's columns."""
   import argparse  # pylint: disable=g-import-not-at-top
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  from crosstask.results import __main__ as results  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] + " (an alias of "
+                                   "python -m crosstask.results --merge)")
   parser.add_argument("metrics", nargs="+", help="metrics.jsonl files of crosstask.eval runs")
-  report(parser.parse_args(argv).metrics)
+  args = parser.parse_args(argv)
+  code = results.main([*args.metrics, "--merge", "--tasks", r"^(FewCLUE score|fewclue \w+ k=)"])
+  if code:
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":
