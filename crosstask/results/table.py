@@ -379,7 +379,8 @@ DEFAULT_PAPER_ROWS = {"clue": ("BERT-base", "RoBERTa-wwm-large"), "fewclue": ("P
 
 
 def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
-  """Published numbers for the columns that have them (CLUE/FewCLUE READMEs, SciRepEval)."""
+  """Published numbers for the columns that have them (CLUE/FewCLUE READMEs, SciRepEval
+  Table 2, LOT's pretraining Table 9)."""
   if which == "none":
     return []
   columns = list(columns)
@@ -421,6 +422,15 @@ def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
         for i, part in enumerate(("in-train", "out-of-train", "average")):
           if c.name == f"SciRepEval {part}":
             put(f"{model} (SciRepEval Table 2)", c, table[model][i])
+  if any(n.startswith("longlm_") for n in names):
+    from crosstask.tasks.lot import report as lot_report  # pylint: disable=g-import-not-at-top
+    tasks = {"infill": lot_report.INFILL, "continuation": lot_report.CONTINUATION}
+    for model, values in lot_report.PAPER_TABLE9.items():
+      for name, value in zip(lot_report.COLUMNS, values):
+        prefix, metric = name.split("/")
+        for c in columns:
+          if c.name == tasks[prefix] and c.metric == metric:
+            put(f"{model.replace(' (paper)', '')} (LOT Table 9, held-out)", c, value)
   return [Row(label, "paper", [], cells, paper=True) for label, cells in out.items()]
 
 

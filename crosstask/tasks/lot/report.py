@@ -71,14 +71,18 @@ def lot_overall_report(metrics: Mapping[str, Mapping[str, float]], split: str) -
 
 
 def main(argv=None) -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  """An alias of `python -m crosstask.results EVAL_DIR --all_metrics` on the LongLM tasks."""
+  from crosstask.results import table  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " (an alias of "
+                                   "python -m crosstask.results --all_metrics)")
   parser.add_argument("--eval_dir", required=True)
-  parser.add_argument("--json", default=None, help="also write the row as JSON here")
+  parser.add_argument("--json", default=None, help="also write the table as JSON here")
   args = parser.parse_args(argv)
-  row = table9_row(latest_metrics(args.eval_dir))
-  print(table9_markdown(row))
+  result = table.build([args.eval_dir], all_metrics=True, paper="all",
+                       tasks=f"^({INFILL}|{CONTINUATION})$")
+  print(result.markdown())
   if args.json:
-    pathlib.Path(args.json).write_text(json.dumps(row, indent=1))
+    pathlib.Path(args.json).write_text(json.dumps(result.json(), indent=1, ensure_ascii=False))
 
 
 if __name__ == "__main__":
