@@ -68,9 +68,10 @@ class Run:
   """One RUN_DIR: its chosen records per (task, split), and what model and seed made them."""
   path: pathlib.Path
   records: dict[tuple[str, str], R.Record]
-  seed: int | None
+  seed: str | None
   model: str
   config_key: str
+  macros: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _config_texts(run_dir: pathlib.Path) -> list[str]:
@@ -99,6 +100,34 @@ def _int_binding(texts: Sequence[str], *names: str) -> int | None:
       if match:
         return int(match[1])
   return None
+
+
+def _macros(texts: Sequence[str]) -> dict[str, str]:
+  """Top-level macros (`NAME = value`) of the configs, the first file's value winning."""
+  out: dict[str, str] = {}
+  for text in texts:
+    for match in re.finditer(r"^([A-Z][A-Z0-9_]*) = (.+?)\s*$", text, re.M):
+      out.setdefault(match[1], match[2].strip("'\""))
+  return out
+
+
+def _seed(macros: Mapping[str, str]) -> str | None:
+  """The run's seed(s): every *SEED macro (CSL episodes: EPISODE_SEED beside RANDOM_SEED)."""
+  seeds = {k: v for k, v in macros.items() if k.endswith("SEED") and re.fullmatch(r"-?\d+", v)}
+  if not seeds:
+    return None
+  if len(seeds) == 1:
+    return next(iter(seeds.values()))
+  return " ".join(f"{k.lower()}={v}" for k, v in sorted(seeds.items()))
+
+
+def _model_line(line: str) -> str | None:
+  """A config line as it identifies the model, or None for lines that do not (seeds, paths)."""
+  if not line.strip() or line.lstrip().startswith("#"):
+    return None
+  if "INITIAL_CHECKPOINT_PATH" in line:  # seeds of a +meta run start from their own meta run
+    return re.sub(r"\d+", "#", line)
+  return None if _NOT_MODEL.search(line) else line
 
 
 def _model_label(texts: Sequence[str]) -> str:
@@ -132,13 +161,16 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
       chosen[key] = record
   folder = path.parent if path.is_file() else path
   texts = _config_texts(folder)
-  model_lines = [line for text in texts for line in text.splitlines()
-                 if line.strip() and not line.lstrip().startswith("#")
-                 and not _NOT_MODEL.search(line)]
+  model_lines = [m for text in texts for line in text.splitlines()
+                 if (m := _model_line(line)) is not None]
   config_key = (hashlib.sha256("\n".join(model_lines).encode()).hexdigest()[:12]
                 if texts else f"path:{folder.resolve()}")
-  return Run(folder, chosen, _int_binding(texts, "RANDOM_SEED", "random_seed"),
-             _model_label(texts), config_key)
+  macros = _macros(texts)
+  seed = _seed(macros)
+  if seed is None:
+    found = _int_binding(texts, "random_seed")
+    seed = None if found is None else str(found)
+  return Run(folder, chosen, seed, _model_label(texts), config_key, macros)
 
 
 def _label(paths: Sequence[pathlib.Path]) -> str:
@@ -146,7 +178,7 @@ def _label(paths: Sequence[pathlib.Path]) -> str:
   if len(names) == 1:
     return names[0]
   prefix = os.path.commonprefix(names).rstrip("_-.=")
-  prefix = re.sub(r"(?:[_\-.]?seed)$", "", prefix, flags=re.I).rstrip("_-.=")
+  prefix = re.sub(r"(?:[_\-.]?seed|[_\-.]s)$", "", prefix, flags=re.I).rstrip("_-.=")
   return prefix or " + ".join(names)
 
 
@@ -332,9 +364,10 @@ def aggregate_values(run: Run) -> dict[Column, Value]:
 class Row:
   label: str
   model: str
-  seeds: list[int | None]
+  seeds: list[str | None]
   cells: dict[Column, dict]  # column -> {"mean", "std", "n", "step", "prompts", "prompt_std"}
   paper: bool = False
+  runs: list[Run] = dataclasses.field(default_factory=list)
 
 
 def _pool(values: Sequence[Value]) -> dict:
@@ -369,8 +402,70 @@ def build_rows(runs: Sequence[Run], prefer: Sequence[str] = (), all_metrics: boo
                             **aggregate_values(run)}.items():
         per_column.setdefault(column, []).append(value)
     cells = {column: _pool(values) for column, values in per_column.items()}
-    rows.append(Row(_label([r.path for r in members]), members[0].model, seeds, cells))
+    rows.append(Row(_label([r.path for r in members]), members[0].model, seeds, cells,
+                    runs=list(members)))
   return rows
+
+
+# ------------------------------------------------------------- CSL cross-task Δ_m
+
+
+def _csl_setting(run: Run) -> str | None:
+  """'few' or '+meta' for a CSL few-shot run (by the stage of the run it starts from)."""
+  if run.macros.get("STAGE") != "few" or "PARTITION" not in run.macros:
+    return None
+  start = run.macros.get("INITIAL_CHECKPOINT_PATH", "None")
+  if start in ("None", ""):
+    return "few"
+  ckpt = pathlib.Path(start)
+  model_dir = ckpt.parent if ckpt.name.startswith("checkpoint_") else ckpt
+  texts = [(model_dir / n).read_text(encoding="utf-8") for n in CONFIG_FILES
+           if (model_dir / n).is_file()][:1]
+  return "+meta" if _macros(texts).get("STAGE") == "meta" else "few"
+
+
+def _csl_episodes(row: Row):
+  from crosstask.tasks.csl import report as csl_report  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.csl import scenarios  # pylint: disable=g-import-not-at-top
+  out = []
+  for run in row.runs:
+    setting = _csl_setting(run)
+    if setting is None:
+      continue
+    partition = run.macros["PARTITION"]
+    (task,) = scenarios.partition_tasks(partition, run.macros.get("LANG", "zh"))[1]
+    for (name, split), record in run.records.items():
+      if name == task:
+        out.append((re.sub(r"^s\d+_", "", split), csl_report.Episode(
+            partition, int(run.macros.get("SHOTS", 0)), setting,
+            int(run.macros.get("EPISODE_SEED", 0)), record.metrics)))
+  return out
+
+
+def add_csl_delta_m(rows: Sequence[Row]) -> None:
+  """Δ_m (CSL's +meta − few, in points) as a column of each +meta row, per partition and k.
+
+  A +meta row is compared with the few rows of the same architecture (from the config);
+  scenario 3's partitions with the few runs of the partitions they break.
+  """
+  if not any(_csl_setting(run) for row in rows for run in row.runs):
+    return
+  from crosstask.tasks.csl import report as csl_report  # pylint: disable=g-import-not-at-top
+  episodes = {id(row): _csl_episodes(row) for row in rows}
+  for row in rows:
+    meta = [(split, e) for split, e in episodes[id(row)] if e.setting == "+meta"]
+    if not meta:
+      continue
+    arch = row.model.split(" from ")[0]
+    few = [(split, e) for other in rows if other.model.split(" from ")[0] == arch
+           for split, e in episodes[id(other)] if e.setting == "few"]
+    for split in sorted({split for split, _ in meta}):
+      summary = csl_report.summarize([e for s_, e in meta + few if s_ == split])
+      for k, cell in summary.items():
+        for partition, value in cell["delta_m"].items():
+          row.cells[Column(f"CSL Δ_m {partition} k={k}", "", split, "")] = {
+              "mean": value, "std": None, "n": len({e.seed for _, e in meta}), "step": None,
+              "prompts": 0, "prompt_std": None, "spread_of": ""}
 
 
 # Reference rows printed by default, per benchmark (all of them with --paper all).
@@ -527,7 +622,8 @@ def merge_runs(runs: Sequence[Run]) -> Run:
         chosen[key] = record
   seeds = {run.seed for run in runs}
   return Run(pathlib.Path(_label([run.path for run in runs])), chosen,
-             seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key)
+             seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key,
+             runs[0].macros)
 
 
 def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
@@ -541,6 +637,7 @@ def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
   if merge:
     runs = [merge_runs(runs)]
   rows = build_rows(runs, prefer, all_metrics)
+  add_csl_delta_m(rows)
   columns = [c for row in rows for c in row.cells]
   if tasks:
     pattern = re.compile(tasks)

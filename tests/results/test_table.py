@@ -148,3 +148,37 @@ def test_fewclue_runs_per_k_merge_into_one_row(tmp_path, capsys):
   out = capsys.readouterr().out
   assert "FewCLUE score (test_public)" in out and "| 52.00 |" in out
   assert "fewclue_eprstmt accuracy" not in out  # the alias shows FewCLUE's aggregates only
+
+
+def _csl_run(root, name, seed, start, stage, accuracy, f1):
+  folder = root / name
+  (folder / "eval").mkdir(parents=True)
+  (folder / "operative_config.gin").write_text(
+      f"PARTITION = '2-1'\nSHOTS = 8\nEPISODE_SEED = {seed}\nRANDOM_SEED = 0\nSTAGE = '{stage}'\n"
+      f"INITIAL_CHECKPOINT_PATH = {start!r}\nMODEL_DIR = '{folder}'\nconfig.TransformerConfig:\n"
+      "  d_model = 64\n", "utf-8")
+  if stage == "few":
+    records.append(folder / "eval", [records.Record(
+        30, "csl_zh_abstract_to_category", {"accuracy": accuracy, "macro_f1": f1},
+        fingerprint="c" * 8, split=f"s{seed}_test")])
+  return folder
+
+
+def test_csl_delta_m_beside_the_meta_rows(tmp_path):
+  runs = []
+  for seed in (0, 1):
+    meta = _csl_run(tmp_path, f"meta_2_1_s{seed}", seed, "/ckpt/t5_small", "meta", 0, 0)
+    runs.append(_csl_run(tmp_path, f"few_2_1_s{seed}", seed, "/ckpt/t5_small", "few",
+                         30.0 + seed, 20.0))
+    runs.append(_csl_run(tmp_path, f"plus_meta_2_1_s{seed}", seed, f"{meta}/checkpoint_300",
+                         "few", 40.0 + 3 * seed, 22.0))
+  result = table.build(runs, paper="none")
+  assert [r.label for r in result.rows] == ["few_2_1", "plus_meta_2_1"]
+  assert [r.seeds for r in result.rows] == [["episode_seed=0 random_seed=0",
+                                             "episode_seed=1 random_seed=0"]] * 2
+  delta = next(c for c in result.columns if c.name == "CSL Δ_m 2-1 k=8")
+  assert delta.split == "test"
+  few, plus = result.rows
+  assert delta not in few.cells
+  # seed means: few (30.5, 20), +meta (41.5, 22) -> ((41.5 - 30.5) + (22 - 20)) / 2
+  assert plus.cells[delta]["mean"] == pytest.approx(6.5)
