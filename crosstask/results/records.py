@@ -43,9 +43,11 @@ class Record:
 
 
 def metrics_file(path: str | os.PathLike) -> pathlib.Path:
-  """`path` itself, or `<path>/metrics.jsonl` when it is a folder."""
+  """`path` itself, or `<path>/metrics.jsonl` when it is a folder (or names no .jsonl file)."""
   path = pathlib.Path(os.fspath(path))
-  return path / FILENAME if path.is_dir() else path
+  if path.is_dir() or (not path.exists() and path.suffix != ".jsonl"):
+    return path / FILENAME
+  return path
 
 
 def _record(value, where: str) -> Record:

@@ -96,7 +96,7 @@ def _config_texts(run_dir: pathlib.Path) -> list[str]:
 def _int_binding(texts: Sequence[str], *names: str) -> int | None:
   for name in names:
     for text in texts:
-      match = re.search(rf"^\s*(?:[\w.]+\.)?{name} = (-?\d+)\s*$", text, re.M)
+      match = re.search(rf"^\s*(?:[\w./]+\.)?{name} = (-?\d+)\s*$", text, re.M)
       if match:
         return int(match[1])
   return None

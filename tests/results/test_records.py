@@ -41,3 +41,9 @@ def test_bad_lines_are_named_by_file_and_line(tmp_path):
     records.read(path)
   with pytest.raises(FileNotFoundError, match="no metrics.jsonl"):
     records.read(tmp_path / "missing")
+
+
+def test_a_new_folder_gets_a_metrics_file(tmp_path):
+  file = records.append(tmp_path / "baseline", [records.Record(0, "t", {"accuracy": 40.0})])
+  assert file == tmp_path / "baseline" / "metrics.jsonl"
+  assert records.append(tmp_path / "m.jsonl", []) == tmp_path / "m.jsonl"

@@ -19,8 +19,9 @@ def _run(root, name, seed, rows, d_model=64, split="validation"):
   folder = root / name
   (folder / "inference_eval").mkdir(parents=True)
   (folder / "operative_config.gin").write_text(
-      f"MODEL_DIR = '{folder}'\nRANDOM_SEED = {seed}\nconfig.TransformerConfig:\n"
-      f"  d_model = {d_model}\n  num_encoder_layers = 2\n  num_decoder_layers = 2\n"
+      f"MODEL_DIR = '{folder}'\nRANDOM_SEED = {seed}\n"  # as operative_config.gin writes it
+      f"MODEL/config.TransformerConfig.d_model = {d_model}\nconfig.TransformerConfig:\n"
+      "  num_encoder_layers = 2\n  num_decoder_layers = 2\n"
       "train.random_seed = %RANDOM_SEED\n", "utf-8")
   records.append(folder / "inference_eval", [
       records.Record(step, task, metrics, fingerprint=fp, source="eval", split=split)

@@ -9,6 +9,8 @@
   report    markdown tables beside a paper's numbers, and curves
   testing   assertions every benchmark's tests call (like seqio.test_utils)
   deferred  the task vocabulary, resolved from its gin binding at each use
+  fingerprint  a short hash of what defines a task's numbers, beside each metrics record
 
-`readers`, `schema`, `layout`, `sampling` and `report` import no TensorFlow or SeqIO.
+`readers`, `schema`, `layout`, `sampling`, `report` and `fingerprint` import no TensorFlow
+or SeqIO.
 """
