@@ -9,12 +9,13 @@ from crosstask.results.columns import Column, Row
 
 # Reference rows printed by default, per benchmark (all of them with --paper all).
 DEFAULT_PAPER_ROWS = {"clue": ("BERT-base", "RoBERTa-wwm-large"), "fewclue": ("PET", "Human"),
-                      "scirepeval": ("SPECTER2 Base", "Adapters + MTL CTRL")}
+                      "scirepeval": ("SPECTER2 Base", "Adapters + MTL CTRL"),
+                      "csl": ("T5-small", "T5-base")}
 
 
 def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
   """Published numbers for the columns that have them (CLUE/FewCLUE READMEs, SciRepEval
-  Table 2, LOT's pretraining Table 9)."""
+  Table 2, LOT's pretraining Table 9, CSL's Δ_m from its Table 9)."""
   if which == "none":
     return []
   columns = list(columns)
@@ -65,4 +66,13 @@ def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
         for c in columns:
           if c.name == tasks[prefix] and c.metric == metric:
             put(f"{model.replace(' (paper)', '')} (LOT Table 9, held-out)", c, value)
+  if any(n.startswith("CSL Δ_m ") for n in names):
+    from crosstask.tasks.csl import paper_tables  # pylint: disable=g-import-not-at-top
+    models = {m: m for m in paper_tables.MODELS}
+    for model in pick(models, "csl"):
+      for c in columns:
+        match = re.match(r"^CSL Δ_m (.+) k=(\d+)$", c.name)
+        cell = paper_tables.TABLE_9.get((int(match[2]), model)) if match else None
+        if cell and match[1] in cell["delta_m"]:
+          put(f"{model} (CSL Table 9)", c, cell["delta_m"][match[1]])
   return [Row(label, "paper", [], cells, paper=True) for label, cells in out.items()]

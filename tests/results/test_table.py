@@ -173,13 +173,15 @@ def test_csl_delta_m_beside_the_meta_rows(tmp_path):
                          30.0 + seed, 20.0))
     runs.append(_csl_run(tmp_path, f"plus_meta_2_1_s{seed}", seed, f"{meta}/checkpoint_300",
                          "few", 40.0 + 3 * seed, 22.0))
-  result = table.build(runs, paper="none")
-  assert [r.label for r in result.rows] == ["few_2_1", "plus_meta_2_1"]
-  assert [r.seeds for r in result.rows] == [["episode_seed=0 random_seed=0",
+  result = table.build(runs)
+  assert [r.label for r in result.rows] == ["few_2_1", "plus_meta_2_1", "T5-small (CSL Table 9)",
+                                            "T5-base (CSL Table 9)"]
+  assert [r.seeds for r in result.rows[:2]] == [["episode_seed=0 random_seed=0",
                                              "episode_seed=1 random_seed=0"]] * 2
   delta = next(c for c in result.columns if c.name == "CSL Δ_m 2-1 k=8")
   assert delta.split == "test"
-  few, plus = result.rows
+  few, plus, small, base = result.rows
   assert delta not in few.cells
   # seed means: few (30.5, 20), +meta (41.5, 22) -> ((41.5 - 30.5) + (22 - 20)) / 2
   assert plus.cells[delta]["mean"] == pytest.approx(6.5)
+  assert base.cells[delta]["mean"] == 2.2  # Table 9, 8 shots, T5-base, partition 2-1
