@@ -7,22 +7,37 @@ import sys
 import pytest
 
 import runtime_subprocess
+from crosstask.results import records
 
 
 @pytest.mark.slow
-def test_demo_runs_end_to_end_on_the_bundled_sample(tmp_path):
+def test_demo_ends_with_a_table_where_the_model_beats_its_baseline(tmp_path):
   env = runtime_subprocess.env()
   env["CROSSTASK_DATA_DIR"] = str(tmp_path / "ignored")  # the demo pins the bundled sample
-  proc = subprocess.run(
-      [sys.executable, "-m", "crosstask.demo", "--steps=4", f"--output_dir={tmp_path}"],
-      cwd=runtime_subprocess.REPO, env=env, capture_output=True, text=True, timeout=600)
+  proc = subprocess.run([sys.executable, "-m", "crosstask.demo", f"--output_dir={tmp_path}"],
+                        cwd=runtime_subprocess.REPO, env=env, capture_output=True, text=True,
+                        timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   out = proc.stdout
   assert (tmp_path / "vocab" / "csl_sample.model").is_file()
   assert "csl/benchmark" not in out and "crosstask/data/sample" in out
-  assert (tmp_path / "model" / "checkpoint_4").is_dir()
-  rows = re.findall(r"^csl_zh_abstract_to_title\s+(lead|tiny T5 \(4 steps\))\s+"
-                    r"([\d.]+)\s+([\d.]+)$", out, re.M)
-  assert [r[0] for r in rows] == ["lead", "tiny T5 (4 steps)"], out[-2000:]
-  lead = [float(x) for x in rows[0][1:]]
-  assert 10 < lead[0] < 90  # the same lead baseline the CSL demo test pins down
+  assert (tmp_path / "model" / "checkpoint_300").is_dir()
+  # The table crosstask.results prints: one column per metric of the trained task.
+  header = re.search(r"^\| run \| model \| seeds \| (.+) \|$", out, re.M)
+  assert header, out[-3000:]
+  columns = header[1].split(" | ")
+  assert all(c.startswith("csl_zh_title_to_category ") for c in columns)
+  assert {c.split()[1] for c in columns} == {"accuracy", "macro_f1"}
+  model = re.search(r"^\| tiny T5 \(300 steps\) \| T5 d64 2\+2L \| 0 \| (.+) \|$", out, re.M)
+  baseline = re.search(r"^\| majority class \(train\) \| - \| \? \| (.+) \|$", out, re.M)
+  assert model and baseline, out[-3000:]
+  ours = [float(x.split()[0]) for x in model[1].split(" | ")]
+  theirs = [float(x.split()[0]) for x in baseline[1].split(" | ")]
+  assert any(a > b for a, b in zip(ours, theirs)), out[-3000:]
+  # The baseline is the majority class of the train split: 12 of 30 validation papers.
+  assert theirs[columns.index(next(c for c in columns if " accuracy " in c))] == 40.0
+  # The model's numbers are the ones its training-time evaluation recorded.
+  (record,) = records.read(tmp_path / "model" / "inference_eval")
+  assert record.step == 300 and record.task == "csl_zh_title_to_category"
+  assert "The trained model beats the baseline on: csl_zh_title_to_category" in out
+  assert re.search(r"A real run, a pretrained T5-base, reaches [\d.]+ macro-F1 .* \(CSL paper, Table 9", out)

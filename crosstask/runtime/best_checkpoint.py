@@ -13,40 +13,26 @@ as the suffix of a per-field key (`rougeL` matches `title/rougeL`).
 """
 
 import argparse
-import json
 import os
 import sys
 from typing import Sequence
 
+from crosstask.results import records
 from crosstask.runtime.checkpoints import STEP_PREFIX
-
-
-def _matches(key: str, metric: str) -> bool:
-  return key == metric or key.endswith('/' + metric)
 
 
 def scores_by_step(model_dir: str, metric: str) -> dict[int, float]:
   """{step: mean of `metric` over the tasks that report it} from inference_eval/metrics.jsonl."""
-  path = os.path.join(os.fspath(model_dir), 'inference_eval', 'metrics.jsonl')
+  path = os.path.join(os.fspath(model_dir), 'inference_eval', records.FILENAME)
   if not os.path.isfile(path):
     raise FileNotFoundError(f'{path} not found: train with EVAL_PERIOD > 0 and an '
                             'infer_eval dataset so that validation metrics are written.')
-  values: dict[int, list[float]] = {}
-  seen: set[str] = set()
-  with open(path, encoding='utf-8') as f:
-    for lineno, line in enumerate(f, start=1):
-      try:
-        row = json.loads(line)
-        step, metrics = int(row['step']), row['metrics']
-      except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f'{path}:{lineno}: not a metrics line ({e})') from None
-      seen.update(metrics)
-      for key, value in metrics.items():
-        if _matches(key, metric):
-          values.setdefault(step, []).append(float(value))
+  rows = records.read(path)
+  values = records.by_step(rows, metric)
   if not values:
-    raise ValueError(f'no metric {metric!r} in {path}; it has {sorted(seen)}')
-  return {step: sum(v) / len(v) for step, v in sorted(values.items())}
+    seen = sorted({k for r in rows for k in r.metrics})
+    raise ValueError(f'no metric {metric!r} in {path}; it has {seen}')
+  return {step: sum(v) / len(v) for step, v in values.items()}
 
 
 def best_step(model_dir: str, metric: str, lower_is_better: bool = False) -> tuple[int, float]:

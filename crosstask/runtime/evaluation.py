@@ -1,17 +1,19 @@
 """SeqIO evaluation: the task's postprocessors and metrics over the model's outputs.
 
 Metrics go to TensorBoard (through clu) and to `<output_dir>/metrics.jsonl`, one
-line per (step, task); seqio's JSONLogger also keeps the inferences per task.
+line per (step, task) with the task's fingerprint (`crosstask.results.records`);
+seqio's JSONLogger also keeps the inferences per task.
 """
 
-import json
 import os
 from typing import Any
 
 import jax
 import numpy as np
 
+from crosstask.results import records
 from crosstask.runtime import data, inference
+from crosstask.runtime import fingerprint
 
 
 def _scalar(v: Any) -> float | None:
@@ -33,6 +35,7 @@ class Evaluator:
     task = data.get_mixture_or_task(cfg.mixture_or_task_name)
     data.check_split(task, cfg.split)
     self.output_dir = output_dir
+    self.split = cfg.split
     self.writer = writer
     os.makedirs(output_dir, exist_ok=True)
     self._evaluator = seqio.Evaluator(
@@ -46,6 +49,7 @@ class Evaluator:
         logger_cls=(seqio.JSONLogger,),
         log_dir=output_dir,
         async_compute_metrics=False)
+    self.fingerprints = {t.name: fingerprint.fingerprint(t) for t in self._evaluator.eval_tasks}
 
   @property
   def has_tasks(self) -> bool:
@@ -60,9 +64,10 @@ class Evaluator:
     for task, metrics in all_metrics.items():
       out[task] = {k: s for k, v in metrics.items() if (s := _scalar(v)) is not None}
     if jax.process_index() == 0:  # Every host computes the metrics; one appends them.
-      with open(os.path.join(self.output_dir, 'metrics.jsonl'), 'a') as f:
-        for task, metrics in out.items():
-          f.write(json.dumps({'step': int(step), 'task': task, 'metrics': metrics}) + '\n')
+      records.append(self.output_dir, [
+          records.Record(int(step), task, metrics, self.fingerprints.get(task), source='eval',
+                         split=self.split)
+          for task, metrics in out.items()])
     if self.writer is not None:
       self.writer.write_scalars(int(step), {f'eval/{task}/{k}': v
                                             for task, m in out.items() for k, v in m.items()})

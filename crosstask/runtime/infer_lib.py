@@ -8,7 +8,8 @@ from typing import Any
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, gin_utils, partitioning, platform, restoring
+from crosstask.runtime import checkpoints, data, fingerprint, gin_utils, partitioning, platform
+from crosstask.runtime import restoring
 
 
 def _text(ex: dict, key: str, vocab) -> str:
@@ -31,7 +32,9 @@ def infer(*,
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
-  the reference target. Returns the files written. `prompt_with_targets`
+  the reference target (what rank classification is scored by); `step` and
+  `fingerprint` (the task definition's) let `crosstask.score` write the eval
+  job's record from the file alone. Returns the files written. `prompt_with_targets`
   forces each example's targets as its decoder prompt (see eval_script.evaluate).
   """
   partitioner = partitioner or partitioning.Partitioner()
@@ -46,7 +49,7 @@ def infer(*,
       num_decodes=num_decodes)
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (_, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
+  (step, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, abstract_params)
   converter = data.feature_converter(pack=False)
   os.makedirs(output_dir, exist_ok=True)
@@ -68,6 +71,7 @@ def infer(*,
     target_scores = dict(runner.score(params, model_ds))
     out_vocab = task.output_features['targets'].vocabulary
     in_vocab = task.output_features['inputs'].vocabulary
+    task_fingerprint = fingerprint.fingerprint(task)
     path = os.path.join(output_dir, f'{task.name}-{dataset_cfg.split}.jsonl')
     with open(path, 'w') as f:
       for (index, tokens), score, ex in zip(preds, aux['scores'], task_ds.as_numpy_iterator()):
@@ -78,6 +82,8 @@ def infer(*,
             'prediction': out_vocab.decode(tokens),
             'score': score,
             'target_score': target_scores[index],
+            'step': int(step),
+            'fingerprint': task_fingerprint,
         }, ensure_ascii=False) + '\n')
     written.append(path)
     print(f'Wrote {len(preds)} predictions to {path}', flush=True)

@@ -123,9 +123,13 @@ def test_accuracy_and_macro_f1_hand_computed():
   assert ev.accuracy(targets, predictions)["accuracy"] == pytest.approx(50.0)
   # A: tp1 fn1 -> 2/3; B: tp1 fp1 -> 2/3; C: fn1 -> 0. "zzz" is no class's FP.
   assert ev.macro_f1(targets, predictions)["macro_f1"] == pytest.approx(100 * 4 / 9)
-  # An extra class D, never seen, still counts (F1 0) in the mean.
+  # A class D that occurs in neither list is no class of this set: the mean stays.
   assert ev.macro_f1(targets, predictions, label_set=["A", "B", "C", "D"])[
+      "macro_f1"] == pytest.approx(100 * 4 / 9)
+  # D predicted once (never right) occurs: it counts with F1 0.
+  assert ev.macro_f1(targets, ["A", "B", "B", "D"], label_set=["A", "B", "C", "D"])[
       "macro_f1"] == pytest.approx(100 * (4 / 3) / 4)
+  assert ev.macro_f1(["A"], ["A"], label_set=["A", "B", "C"])["macro_f1"] == 100.0
   with pytest.raises(ValueError, match=r"targets\[3\]='C' is not in label_set"):
     ev.macro_f1(targets, predictions, label_set=["A", "B"])
 

@@ -16,11 +16,11 @@ points, not parity targets, except the extractive baselines.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import sys
 from collections.abc import Mapping, Sequence
 
+from crosstask.results import records
 from crosstask.tasks.common import report as common_report
 
 R = ("rouge1", "rouge2", "rougeL")
@@ -104,19 +104,15 @@ def ours_from_metrics(table: str, metrics: Mapping[str, float]) -> dict[str, flo
 
 def read_metrics(path: str | pathlib.Path, task: str | None = None) -> dict[str, float]:
   """The newest step's metrics of `task` (or the only task) in a metrics.jsonl."""
-  path = pathlib.Path(path)
-  if path.is_dir():
-    path = path / "metrics.jsonl"
-  lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+  newest = records.latest(records.read(path))
   if task is None:
-    tasks = sorted({line["task"] for line in lines})
-    if len(tasks) != 1:
-      raise ValueError(f"{path} holds tasks {tasks}; name one as PATH#TASK")
-    task = tasks[0]
-  chosen = [line for line in lines if line["task"] == task]
-  if not chosen:
-    raise ValueError(f"{path} has no metrics for task {task!r}")
-  return max(chosen, key=lambda line: line["step"])["metrics"]
+    if len(newest) != 1:
+      raise ValueError(f"{records.metrics_file(path)} holds tasks {sorted(newest)}; "
+                       "name one as PATH#TASK")
+    (task,) = newest
+  if task not in newest:
+    raise ValueError(f"{records.metrics_file(path)} has no metrics for task {task!r}")
+  return dict(newest[task].metrics)
 
 
 def render(ours: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:

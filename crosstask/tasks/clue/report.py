@@ -7,6 +7,8 @@ checkpoint selected on dev_k is the one evaluated). The FewCLUE score is the
 mean over the nine tasks of the k = 0..4 means (`eval.clue_scores`).
 
   python -m crosstask.tasks.clue.report /runs/k*/eval_test_public/metrics.jsonl
+
+prints the FewCLUE part of `python -m crosstask.results --merge` (the same files).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from crosstask.metrics import clue_scores
+from crosstask.results import records
 from crosstask.tasks.clue import paper
 from crosstask.tasks.clue import submissions
-from crosstask.tasks.common import readers as common_readers
 from crosstask.tasks.common import report as common_report
 
 SPLITS = ("0", "1", "2", "3", "4")
@@ -28,22 +30,16 @@ def collect(paths: Iterable[str | os.PathLike], metric: str = "accuracy"
             ) -> dict[str, dict[str, float]]:
   """{fewclue task: {k: score}} from metrics.jsonl files; the latest step wins."""
   latest: dict[tuple[str, str], tuple[int, float]] = {}
-  for path in paths:
-    for row in common_readers.read_jsonl(path):
-      try:
-        name, step = row.value["task"], int(row.value["step"])
-        value = row.value["metrics"].get(metric)
-      except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise common_readers.DataError(
-            f"{row.where}: not a crosstask metrics line ({e!r})") from None
-      try:
-        benchmark, task, k, _ = submissions.parse_task_name(name)
-      except ValueError:
-        continue
-      if benchmark != "fewclue" or k is None or value is None:
-        continue
-      if (task, k) not in latest or step >= latest[(task, k)][0]:
-        latest[(task, k)] = (step, float(value))
+  for row in records.read_many(paths):
+    value = row.metrics.get(metric)
+    try:
+      benchmark, task, k, _ = submissions.parse_task_name(row.task)
+    except ValueError:
+      continue
+    if benchmark != "fewclue" or k is None or value is None:
+      continue
+    if (task, k) not in latest or row.step >= latest[(task, k)][0]:
+      latest[(task, k)] = (row.step, value)
   out: dict[str, dict[str, float]] = {}
   for (task, k), (_, value) in latest.items():
     out.setdefault(task, {})[k] = value
@@ -99,10 +95,16 @@ def report(paths: Iterable[str | os.PathLike]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+  """An alias of `python -m crosstask.results --merge` restricted to FewCLUE's columns."""
   import argparse  # pylint: disable=g-import-not-at-top
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  from crosstask.results import __main__ as results  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] + " (an alias of "
+                                   "python -m crosstask.results --merge)")
   parser.add_argument("metrics", nargs="+", help="metrics.jsonl files of crosstask.eval runs")
-  report(parser.parse_args(argv).metrics)
+  args = parser.parse_args(argv)
+  code = results.main([*args.metrics, "--merge", "--tasks", r"^(FewCLUE score|fewclue \w+ k=)"])
+  if code:
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pathlib
 from collections.abc import Mapping
 
 from crosstask.metrics import lot as lot_metrics
+from crosstask.results import records
 
 INFILL = "longlm_infilling_demo"
 CONTINUATION = "longlm_continuation_demo"
@@ -31,22 +32,7 @@ PAPER_TABLE9 = {
 
 def latest_metrics(eval_dir: str | os.PathLike) -> dict[str, dict[str, float]]:
   """task -> metrics of the latest step in `<eval_dir>/metrics.jsonl`."""
-  path = pathlib.Path(eval_dir) / "metrics.jsonl"
-  if not path.is_file():
-    raise FileNotFoundError(f"no metrics.jsonl in {eval_dir} (run crosstask.eval first)")
-  latest: dict[str, tuple[int, dict]] = {}
-  with open(path, encoding="utf-8") as f:
-    for lineno, line in enumerate(f, 1):
-      if not line.strip():
-        continue
-      try:
-        row = json.loads(line)
-        step, task, metrics = int(row["step"]), row["task"], row["metrics"]
-      except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{path}:{lineno}: not a metrics line ({e})") from None
-      if task not in latest or step >= latest[task][0]:
-        latest[task] = (step, metrics)
-  return {task: metrics for task, (_, metrics) in latest.items()}
+  return {task: dict(r.metrics) for task, r in records.latest(records.read(eval_dir)).items()}
 
 
 def table9_row(metrics: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
@@ -85,14 +71,18 @@ def lot_overall_report(metrics: Mapping[str, Mapping[str, float]], split: str) -
 
 
 def main(argv=None) -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  """An alias of `python -m crosstask.results EVAL_DIR --all_metrics` on the LongLM tasks."""
+  from crosstask.results import table  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " (an alias of "
+                                   "python -m crosstask.results --all_metrics)")
   parser.add_argument("--eval_dir", required=True)
-  parser.add_argument("--json", default=None, help="also write the row as JSON here")
+  parser.add_argument("--json", default=None, help="also write the table as JSON here")
   args = parser.parse_args(argv)
-  row = table9_row(latest_metrics(args.eval_dir))
-  print(table9_markdown(row))
+  result = table.build([args.eval_dir], all_metrics=True, paper="all",
+                       tasks=f"^({INFILL}|{CONTINUATION})$")
+  print(result.markdown())
   if args.json:
-    pathlib.Path(args.json).write_text(json.dumps(row, indent=1))
+    pathlib.Path(args.json).write_text(json.dumps(result.json(), indent=1, ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """CLUE/FewCLUE readers: counts on the real files, every fixture format, and quirks."""
 
 import collections
+import json
 
 import pytest
 
@@ -225,3 +226,37 @@ def test_unlabelled_files_tolerate_placeholder_labels(tmp_path):
   _write(tmp_path, "fewclue/chid/unlabeled.json",
          '{"id": 5, "candidates": ["甲", "乙"], "content": "一#idiom#二", "answer": -1}\n')
   assert RD.read_all("fewclue", "chid", "unlabeled", root=tmp_path)[0]["answer"] is None
+
+
+def test_cmrc_question_with_empty_text_is_kept(tmp_path):
+  # The official trial file's shape: SQuAD-style, two of its questions have text "".
+  _write(tmp_path, "clue/cmrc2018/trial.json", json.dumps({"version": "v1.0", "data": [
+      {"id": "TRIAL_20", "title": "那须盐原市", "paragraphs": [{"id": "TRIAL_20", "context":
+          "那须盐原市（）是位于日本栃木县北部的城市。", "qas": [
+              {"question": "", "id": "TRIAL_20_QUERY_0",
+               "answers": [{"text": "那须盐原市", "answer_start": 0}]},
+              {"question": "那须盐原市位于哪个县？", "id": "TRIAL_20_QUERY_1",
+               "answers": [{"text": "栃木县", "answer_start": 13}]}]}]}]}, ensure_ascii=False))
+  records = RD.read_all("clue", "cmrc2018", "trial", root=tmp_path)
+  assert [(r["id"], r["question"]) for r in records] == [
+      ("TRIAL_20_QUERY_0", ""), ("TRIAL_20_QUERY_1", "那须盐原市位于哪个县？")]
+  assert records[0]["answers"] == ["那须盐原市"]
+
+
+def test_cmrc_passage_must_not_be_empty(tmp_path):
+  path = _write(tmp_path, "clue/cmrc2018/dev.json",
+                '{"data": [{"paragraphs": [{"context": " ", "qas": [{"id": "Q1", '
+                '"question": "q", "answers": [{"text": "a", "answer_start": 0}]}]}]}]}')
+  with pytest.raises(RD.R.DataError, match=rf"{path}\[data 0/paragraph 0/qa 0 id=Q1\]: "
+                     "field 'context'"):
+    RD.read_all("clue", "cmrc2018", "validation", root=tmp_path)
+
+
+def test_cmrc_official_trial_file_reads_every_question(official_data):
+  folder = official_data / "clue" / "cmrc2018"
+  if not any((folder / name).is_file() for name in ("trial.json", "cmrc2018_trial.json")):
+    pytest.skip(f"no CMRC 2018 trial file in {folder}")
+  records = RD.read_all("clue", "cmrc2018", "trial", root=official_data)
+  assert len(records) == 1002  # what the official cmrc2018_evaluate.py scores
+  empty = [r["id"] for r in records if not r["question"].strip()]
+  assert sorted(empty) == ["TRIAL_20_QUERY_0", "TRIAL_776_QUERY_4"]

@@ -39,3 +39,24 @@ def test_lot_overall_from_task_metrics():
   metrics = {"lot_zh_clozet_rank": {"accuracy": 79.93}, "lot_zh_senpos": {"accuracy": 70.00}}
   assert report.lot_overall_report(metrics, "validation") == {
       "understanding": pytest.approx(73.64, abs=0.005)}
+
+
+def test_cli_is_the_results_table_beside_table9(tmp_path, capsys):
+  _write(tmp_path / "metrics.jsonl", [
+      {"step": 20, "task": report.INFILL, "metrics": {"perplexity": 40.0, "bleu-3": 2.0,
+                                                      "bleu-4": 1.0}},
+      {"step": 20, "task": report.CONTINUATION, "metrics": {"perplexity": 80.0,
+                                                            "bleu-3": 0.3, "bleu-4": 0.1}},
+  ])
+  report.main(["--eval_dir", str(tmp_path), "--json", str(tmp_path / "t.json")])
+  out = capsys.readouterr().out
+  header = out.splitlines()[0]
+  assert f"{report.INFILL} perplexity @20" in header
+  small = next(line for line in out.splitlines() if line.startswith("| LongLM-small"))
+  ours = next(line for line in out.splitlines() if line.startswith(f"| {tmp_path.name} "))
+  cells = lambda line: line.strip("| ").split(" | ")  # noqa: E731
+  # The paper's and our perplexity of infilling stand in the same column.
+  column = next(i for i, c in enumerate(cells(header))
+                if c.startswith(f"{report.INFILL} perplexity"))
+  assert cells(small)[column] == "11.61" and cells(ours)[column] == "40.00"
+  assert json.loads((tmp_path / "t.json").read_text())["rows"][0]["run"] == tmp_path.name

@@ -1,0 +1,117 @@
+"""Table columns and cells: a task's headline metric, prompt variants pooled, rows.
+
+A column is keyed by task (or prompt group, or aggregate), metric, split and
+task fingerprint, so numbers of two task definitions land in two columns. A task
+registered as `<base>.p<k>` (prompt k of `<base>`) is a prompt variant: the
+column `<base>` shows the mean over prompts with their spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from crosstask.results import records as R
+from crosstask.results.runs import Run
+from crosstask.tasks.common import report as common_report
+
+PROMPT_SUFFIX = re.compile(r"^(?P<base>.+)\.p(?P<k>\d+)$")
+# The headline metric of a task: the first of these it reports (a key or a key's last part).
+# CLUE/FewCLUE/CSL classes and LOT's understanding tasks are scored by accuracy, CMRC
+# 2018 by EM, generation by the paper's first metric.
+HEADLINE = ("em", "accuracy", "overall", "rougeL", "bpref", "bleu-2", "bleu-4", "bleu",
+            "perplexity", "map", "ndcg", "f1", "macro_f1")
+
+
+def prompt_base(task: str) -> tuple[str, int | None]:
+  """('clue_afqmc', 2) for a prompt variant `clue_afqmc.p2`; (task, None) otherwise."""
+  match = PROMPT_SUFFIX.match(task)
+  return (match["base"], int(match["k"])) if match else (task, None)
+
+
+def headline_metric(task: str, metrics: Mapping[str, float],
+                    prefer: Sequence[str] = ()) -> str | None:
+  """The metric a task's column shows (see HEADLINE); `prefer` goes first."""
+  if task.startswith(R_SCIREPEVAL):
+    return None  # SciRepEval embedding tasks show their official number (see _scirepeval)
+  for name in (*prefer, *HEADLINE):
+    for key in metrics:
+      if R.matches(key, name):
+        return key
+  return next(iter(metrics), None)
+
+
+R_SCIREPEVAL = "scirepeval:"
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+  """A table column: a task (or prompt group, or aggregate) on one split and definition."""
+  name: str
+  metric: str
+  split: str
+  fingerprint: str
+
+  def header(self, step: int | None) -> str:
+    parts = [f"{self.name} {self.metric}".strip()]
+    if self.split not in ("", "?"):
+      parts.append(f"({self.split})")
+    if step is not None:
+      parts.append(f"@{step}")
+    if self.fingerprint:
+      parts.append(f"[{self.fingerprint}]")
+    return " ".join(parts)
+
+
+@dataclasses.dataclass
+class Value:
+  """A run's number in a column: the value, its checkpoint step, its spread over prompts."""
+  value: float
+  step: int | None = None
+  prompts: int = 0
+  prompt_std: float | None = None
+  spread_of: str = "prompts"  # what `prompt_std` is a spread over (FewCLUE: its k splits)
+
+
+def _group_fingerprint(fingerprints: Iterable[str | None]) -> str:
+  fps = sorted({fp or "-" for fp in fingerprints})
+  if len(fps) == 1:
+    return fps[0] if fps[0] != "-" else ""
+  return hashlib.sha256(",".join(fps).encode()).hexdigest()[:8]
+
+
+def task_values(run: Run, prefer: Sequence[str] = (), all_metrics: bool = False
+                ) -> dict[Column, Value]:
+  """A run's numbers per task column; prompt variants pooled into their base task."""
+  groups: dict[tuple[str, str, str], list[tuple[R.Record, str]]] = {}
+  for (task, split), record in run.records.items():
+    if task.startswith(R_SCIREPEVAL):
+      continue
+    base, _ = prompt_base(task)
+    keys = (list(record.metrics) if all_metrics
+            else [k for k in [headline_metric(task, record.metrics, prefer)] if k])
+    for key in keys:
+      groups.setdefault((base, split, key), []).append((record, task))
+  out = {}
+  for (base, split, key), members in groups.items():
+    fingerprint = _group_fingerprint(r.fingerprint for r, _ in members)
+    values = [r.metrics[key] for r, _ in members]
+    steps = {r.step for r, _ in members}
+    prompted = [t for _, t in members if prompt_base(t)[1] is not None]
+    mean, std = common_report.mean_std(values)
+    out[Column(base, key, split, fingerprint)] = Value(
+        mean, steps.pop() if len(steps) == 1 else None, len(prompted),
+        std if prompted else None)
+  return out
+
+
+@dataclasses.dataclass
+class Row:
+  label: str
+  model: str
+  seeds: list[str | None]
+  cells: dict[Column, dict]  # column -> {"mean", "std", "n", "step", "prompts", "prompt_std"}
+  paper: bool = False
+  runs: list[Run] = dataclasses.field(default_factory=list)

@@ -1,0 +1,132 @@
+"""The one reader and writer of `metrics.jsonl`: a line per (step, task) of scalar metrics.
+
+Eval runs, training-time evaluation and `crosstask.score` append these lines;
+the reports, best-checkpoint selection, the demo and `crosstask.results` read
+them here, so a new field (the task fingerprint) is added in one place. A line
+is `{"step", "task", "metrics": {name: float}}`, plus `"fingerprint"` (a short
+hash of the task's definition), `"source"` (what produced the numbers) and
+`"split"` when known. Pure Python: importing it pulls in no framework.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+from collections.abc import Iterable, Mapping
+
+FILENAME = "metrics.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+  """One line: a task's metrics at a checkpoint step; `where` is 'file:line'."""
+  step: int
+  task: str
+  metrics: Mapping[str, float]
+  fingerprint: str | None = None
+  source: str | None = None
+  split: str | None = None
+  where: str = ""
+
+  def to_json(self) -> dict:
+    out = {"step": int(self.step), "task": self.task,
+           "metrics": {k: float(v) for k, v in self.metrics.items()}}
+    if self.fingerprint:
+      out["fingerprint"] = self.fingerprint
+    if self.source:
+      out["source"] = self.source
+    if self.split:
+      out["split"] = self.split
+    return out
+
+
+def metrics_file(path: str | os.PathLike) -> pathlib.Path:
+  """`path` itself, or `<path>/metrics.jsonl` when it is a folder (or names no .jsonl file)."""
+  path = pathlib.Path(os.fspath(path))
+  if path.is_dir() or (not path.exists() and path.suffix != ".jsonl"):
+    return path / FILENAME
+  return path
+
+
+def _record(value, where: str) -> Record:
+  if not isinstance(value, Mapping):
+    raise ValueError(f"{where}: not a crosstask metrics line (expected a JSON object)")
+  try:
+    step, task, metrics = int(value["step"]), value["task"], value["metrics"]
+  except (KeyError, TypeError, ValueError) as e:
+    raise ValueError(f"{where}: not a crosstask metrics line (field {e!s} missing or bad)") from None
+  if not isinstance(task, str) or not isinstance(metrics, Mapping):
+    raise ValueError(f"{where}: not a crosstask metrics line ('task' must be a string, 'metrics' an "
+                     "object)")
+  clean = {}
+  for key, v in metrics.items():
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+      raise ValueError(f"{where}: metric {key!r} of task {task!r} is not a number: {v!r}")
+    clean[str(key)] = float(v)
+  return Record(step, task, clean, value.get("fingerprint"), value.get("source"),
+                value.get("split"), where)
+
+
+def read(path: str | os.PathLike) -> list[Record]:
+  """Every record of a metrics.jsonl (or of the one in a folder), in file order."""
+  file = metrics_file(path)
+  if not file.is_file():
+    raise FileNotFoundError(f"no {FILENAME} at {file} (an eval run, a training run with "
+                            "EVAL_PERIOD > 0, or crosstask.score writes it)")
+  out = []
+  with open(file, encoding="utf-8") as f:
+    for lineno, line in enumerate(f, start=1):
+      if not line.strip():
+        continue
+      where = f"{file}:{lineno}"
+      try:
+        value = json.loads(line)
+      except ValueError as e:
+        raise ValueError(f"{where}: not JSON ({e})") from None
+      out.append(_record(value, where))
+  return out
+
+
+def read_many(paths: Iterable[str | os.PathLike]) -> list[Record]:
+  return [r for path in paths for r in read(path)]
+
+
+def latest(records: Iterable[Record]) -> dict[str, Record]:
+  """task -> its record of the highest step (a later line wins a tie: a re-score)."""
+  out: dict[str, Record] = {}
+  for r in records:
+    if r.task not in out or r.step >= out[r.task].step:
+      out[r.task] = r
+  return out
+
+
+def at_step(records: Iterable[Record], step: int) -> dict[str, Record]:
+  """task -> its record at `step` (the last such line)."""
+  return {r.task: r for r in records if r.step == step}
+
+
+def matches(key: str, metric: str) -> bool:
+  """`metric` names `key` exactly or as its last part (`rougeL` ~ `title/rougeL`)."""
+  return key == metric or key.endswith("/" + metric)
+
+
+def by_step(records: Iterable[Record], metric: str) -> dict[int, list[float]]:
+  """{step: values of `metric` over the tasks reporting it}, steps ascending."""
+  out: dict[int, list[float]] = {}
+  for r in records:
+    for key, value in r.metrics.items():
+      if matches(key, metric):
+        out.setdefault(r.step, []).append(value)
+  return dict(sorted(out.items()))
+
+
+def append(path: str | os.PathLike, records: Iterable[Record]) -> pathlib.Path:
+  """Appends `records` to a metrics.jsonl (or the one in a folder); returns the file."""
+  file = metrics_file(path)
+  file.parent.mkdir(parents=True, exist_ok=True)
+  lines = [json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records]
+  with open(file, "a", encoding="utf-8") as f:
+    f.writelines(lines)
+  return file

@@ -1,0 +1,254 @@
+"""Scores a saved inference output again: the task's postprocessor and metrics, no model.
+
+`crosstask.infer` writes `<task>-<split>.jsonl`, a line per example with its
+position in the split (`index`), the decoded `prediction`, the model's log-
+likelihood of it (`score`) and of the reference (`target_score`). Scoring reads
+the split's examples again (the postprocessors need their extra fields: CMRC's
+passage and references, the options of a multiple-choice question, a rank
+twin's question and option ids, LOT's references) and calls each metric the way
+`seqio.Evaluator` does: prediction metrics with the postprocessed predictions,
+score metrics (rank classification) with `target_score`, aux metrics with
+`score`. The record it appends to `metrics.jsonl` is the eval job's, with
+`source` naming the file it came from. No JAX: examples come from tf.data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import os
+import pathlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from crosstask.results import records
+
+FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Inferences:
+  """A saved inference output: one entry per scored example, ordered by `index`."""
+  path: pathlib.Path
+  task: str
+  split: str
+  lines: list[dict]
+  step: int | None
+  fingerprint: str | None
+
+
+def parse_name(path: str | os.PathLike) -> tuple[str, str]:
+  """(task, split) from `<task>-<split>.jsonl`, the name infer gives its files."""
+  match = FILE_PATTERN.match(pathlib.Path(path).name)
+  if not match:
+    raise ValueError(f"{path}: not an inference output name (expected <task>-<split>.jsonl); "
+                     "name the task and split with --task and --split")
+  return match["task"], match["split"]
+
+
+def read_inferences(path: str | os.PathLike, task: str | None = None,
+                    split: str | None = None) -> Inferences:
+  """The lines of an infer output, checked for the fields scoring needs."""
+  path = pathlib.Path(os.fspath(path))
+  if task is None or split is None:
+    named_task, named_split = parse_name(path)
+    task, split = task or named_task, split or named_split
+  lines, steps, fingerprints = [], set(), set()
+  with open(path, encoding="utf-8") as f:
+    for lineno, text in enumerate(f, start=1):
+      if not text.strip():
+        continue
+      try:
+        line = json.loads(text)
+      except ValueError as e:
+        raise ValueError(f"{path}:{lineno}: not JSON ({e})") from None
+      missing = [k for k in ("index", "prediction") if k not in line]
+      if missing:
+        raise ValueError(f"{path}:{lineno}: missing field(s) {missing}; infer writes index, "
+                         "inputs, targets, prediction, score and target_score")
+      line["_where"] = f"{path}:{lineno}"
+      lines.append(line)
+      if line.get("step") is not None:
+        steps.add(int(line["step"]))
+      if line.get("fingerprint"):
+        fingerprints.add(line["fingerprint"])
+  if not lines:
+    raise ValueError(f"{path}: no predictions")
+  lines.sort(key=lambda line: int(line["index"]))
+  indices = [int(line["index"]) for line in lines]
+  if len(set(indices)) != len(indices):
+    raise ValueError(f"{path}: an example index appears twice")
+  return Inferences(path, task, split, lines, steps.pop() if len(steps) == 1 else None,
+                    fingerprints.pop() if len(fingerprints) == 1 else None)
+
+
+def _kind(metric_fn) -> str:
+  """'predictions', 'scores' or 'aux': which model output a metric function takes."""
+  params = tuple(inspect.signature(metric_fn).parameters)[:3]
+  if params[:2] == ("targets", "scores"):
+    return "scores"
+  if params == ("targets", "predictions", "aux_values"):
+    return "aux"
+  return "predictions"
+
+
+def _text(value) -> str:
+  return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def examples(task, split: str, indices: Sequence[int]) -> list[dict]:
+  """The split's examples at `indices`, as numpy dicts (the Evaluator's view of them)."""
+  ds = task.get_dataset(None, split=split, shuffle=False, num_epochs=1, use_cached=False)
+  wanted = set(indices)
+  last = max(indices)
+  found = {}
+  for i, ex in enumerate(ds.as_numpy_iterator()):
+    if i in wanted:
+      found[i] = ex
+    if i >= last:
+      break
+  missing = sorted(wanted - set(found))
+  if missing:
+    raise ValueError(f"task {task.name!r} split {split!r} has {len(found)} of the indexed "
+                     f"examples; indices {missing[:5]}... are past its end: is this the "
+                     "split the predictions were made on?")
+  return [found[i] for i in indices]
+
+
+def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str, float]:
+  """The task's metrics over saved predictions and scores, as seqio.Evaluator computes them."""
+  targets = [task.postprocess_fn(_text(ex["targets_pretokenized"]), example=ex, is_target=True)
+             if "targets_pretokenized" in ex else
+             task.postprocess_fn(task.output_features["targets"].vocabulary.decode(
+                 [int(t) for t in ex["targets"]]), example=ex, is_target=True)
+             for ex in exs]
+  predictions = None
+  out: dict[str, Any] = {}
+  for fn in task.metric_fns:
+    kind = _kind(fn)
+    if kind == "scores":
+      missing = [line["_where"] for line in lines if "target_score" not in line]
+      if missing:
+        raise ValueError(f"{missing[0]}: no 'target_score'; task {task.name!r} is scored by "
+                         "the model's likelihood of each target (rank classification), "
+                         "which only an infer run of this version writes")
+      result = fn(targets, np.array([float(line["target_score"]) for line in lines]))
+    else:
+      if predictions is None:
+        predictions = [task.postprocess_fn(line["prediction"], example=ex, is_target=False)
+                       for line, ex in zip(lines, exs)]
+      if kind == "aux":
+        result = fn(targets, predictions,
+                    {"scores": np.array([float(line.get("score", np.nan)) for line in lines])})
+      else:
+        result = fn(targets, predictions)
+    for key, value in result.items():
+      if key in out:
+        raise ValueError(f"duplicate metric key {key!r} in task {task.name!r}")
+      out[key] = value
+  scalars = {}
+  for key, value in out.items():
+    value = getattr(value, "value", value)
+    try:
+      arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+      continue
+    if arr.ndim == 0:
+      scalars[key] = float(arr)
+  return scalars
+
+
+def score_file(path: str | os.PathLike, *, task_name: str | None = None,
+               split: str | None = None, step: int | None = None,
+               output_dir: str | os.PathLike | None = None,
+               module: str = "crosstask.tasks.all") -> records.Record:
+  """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  import seqio  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import fingerprint  # pylint: disable=g-import-not-at-top
+  inferences = read_inferences(path, task_name, split)
+  importlib.import_module(module)
+  try:
+    task = seqio.get_mixture_or_task(inferences.task)
+  except ValueError as e:
+    raise ValueError(f"{path}: task {inferences.task!r} is not registered by {module} "
+                     f"({e})") from None
+  if not isinstance(task, seqio.Task):
+    raise ValueError(f"{path}: {inferences.task!r} is a mixture; infer writes one file per task")
+  if step is None:
+    step = inferences.step
+  if step is None:
+    raise ValueError(f"{path}: the lines carry no checkpoint step; give it with --step")
+  indices = [int(line["index"]) for line in inferences.lines]
+  exs = examples(task, inferences.split, indices)
+  metrics = compute(task, inferences.lines, exs)
+  print_fingerprint = fingerprint.fingerprint(task)
+  if inferences.fingerprint and inferences.fingerprint != print_fingerprint:
+    print(f"note: {path} was inferred under task fingerprint {inferences.fingerprint}; "
+          f"scored under {print_fingerprint} (the task's definition changed since)")
+  record = records.Record(int(step), task.name, metrics, print_fingerprint,
+                          source=f"score:{pathlib.Path(path).name}", split=inferences.split)
+  records.append(pathlib.Path(output_dir) if output_dir else pathlib.Path(path).parent,
+                 [record])
+  return record
+
+
+# --------------------------------------------------------------- SciRepEval embeddings
+
+
+def flatten(result: Any, prefix: str = "") -> dict[str, float]:
+  """An official SciRepEval result ({"complete": {...}, "few_shot": [...]}) as flat keys."""
+  if isinstance(result, Mapping):
+    items = result.items()
+  elif isinstance(result, (list, tuple)):
+    items = enumerate(result)
+  else:
+    return {prefix: float(result)} if isinstance(result, (int, float)) and not isinstance(
+        result, bool) else {}
+  out = {}
+  for key, value in items:
+    out.update(flatten(value, f"{prefix}/{key}" if prefix else str(key)))
+  return out
+
+
+def unflatten(metrics: Mapping[str, float]) -> Any:
+  """The inverse of `flatten` (numeric path parts become list positions)."""
+  root: dict = {}
+  for key, value in metrics.items():
+    node = root
+    parts = key.split("/")
+    for part in parts[:-1]:
+      node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+  def lists(node):
+    if not isinstance(node, dict):
+      return node
+    if node and all(k.isdigit() for k in node):
+      return [lists(node[k]) for k in sorted(node, key=int)]
+    return {k: lists(v) for k, v in node.items()}
+  return lists(root)
+
+
+SCIREPEVAL_PREFIX = "scirepeval:"
+
+
+def score_embeddings(task: str, embeddings: str | os.PathLike, data_dir: str | os.PathLike,
+                     *, step: int, output_dir: str | os.PathLike, backend: str = "sklearn",
+                     few_shot_runs: bool = True, n_jobs: int = 1) -> records.Record:
+  """A SciRepEval task scored from saved embeddings (the official scorer), as a record."""
+  from crosstask.metrics.scirepeval import benchmark, score  # pylint: disable=g-import-not-at-top
+  spec = benchmark.get(task)
+  result = score.score_task(spec, embeddings, data_dir, backend=backend, n_jobs=n_jobs,
+                            float16=spec.cached, few_shot_runs=few_shot_runs)
+  if isinstance(result, Mapping) and result.get("not_run"):
+    raise ValueError(f"SciRepEval task {spec.name!r} is not scored here: {result['reason']}")
+  record = records.Record(int(step), SCIREPEVAL_PREFIX + spec.name, flatten(result),
+                          source=f"score:{pathlib.Path(embeddings).name}:{backend}",
+                          split="test")
+  records.append(output_dir, [record])
+  return record

@@ -1,0 +1,157 @@
+"""A run folder as the results table sees it: its records, its model and its seed.
+
+A run's number for a task is its latest step's (or a chosen step's), per task and
+split. What model and seed made it comes from the `operative_config.gin` beside
+the records (an eval run's config names the checkpoint; the training config
+beside that names the seed): runs whose config lines differ only in seeds and
+paths are seeds of one model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pathlib
+import re
+from collections.abc import Mapping, Sequence
+
+from crosstask.results import records as R
+
+CONFIG_FILES = ("operative_config.gin", "config.gin")
+# Lines of a run's config that do not make it a different model: where it lives, its seed.
+_NOT_MODEL = re.compile(r"seed|MODEL_DIR|OUTPUT_DIR|CHECKPOINT_PATH|model_dir|output_dir|"
+                        r"^\s*path = ", re.I)
+
+
+@dataclasses.dataclass
+class Run:
+  """One RUN_DIR: its chosen records per (task, split), and what model and seed made them."""
+  path: pathlib.Path
+  records: dict[tuple[str, str], R.Record]
+  seed: str | None
+  model: str
+  config_key: str
+  macros: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def _config_texts(run_dir: pathlib.Path) -> list[str]:
+  texts = []
+  for name in CONFIG_FILES:
+    for path in sorted(run_dir.rglob(name)):
+      texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    if texts:
+      break
+  # An eval run's config names the checkpoint; the training config beside it names the seed.
+  for text in list(texts):
+    for match in re.finditer(r"CHECKPOINT_PATH = ['\"]([^'\"]+)['\"]", text):
+      ckpt = pathlib.Path(match[1])
+      model_dir = ckpt.parent if ckpt.name.startswith("checkpoint_") else ckpt
+      for name in CONFIG_FILES:
+        if (model_dir / name).is_file() and model_dir.resolve() != run_dir.resolve():
+          texts.append((model_dir / name).read_text(encoding="utf-8", errors="replace"))
+          break
+  return texts
+
+
+def _int_binding(texts: Sequence[str], *names: str) -> int | None:
+  for name in names:
+    for text in texts:
+      match = re.search(rf"^\s*(?:[\w./]+\.)?{name} = (-?\d+)\s*$", text, re.M)
+      if match:
+        return int(match[1])
+  return None
+
+
+def config_macros(texts: Sequence[str]) -> dict[str, str]:
+  """Top-level macros (`NAME = value`) of the configs, the first file's value winning."""
+  out: dict[str, str] = {}
+  for text in texts:
+    for match in re.finditer(r"^([A-Z][A-Z0-9_]*) = (.+?)\s*$", text, re.M):
+      out.setdefault(match[1], match[2].strip("'\""))
+  return out
+
+
+def _seed(macros: Mapping[str, str]) -> str | None:
+  """The run's seed(s): every *SEED macro (CSL episodes: EPISODE_SEED beside RANDOM_SEED)."""
+  seeds = {k: v for k, v in macros.items() if k.endswith("SEED") and re.fullmatch(r"-?\d+", v)}
+  if not seeds:
+    return None
+  if len(seeds) == 1:
+    return next(iter(seeds.values()))
+  return " ".join(f"{k.lower()}={v}" for k, v in sorted(seeds.items()))
+
+
+def _model_line(line: str) -> str | None:
+  """A config line as it identifies the model, or None for lines that do not (seeds, paths)."""
+  if not line.strip() or line.lstrip().startswith("#"):
+    return None
+  if "INITIAL_CHECKPOINT_PATH" in line:  # seeds of a +meta run start from their own meta run
+    return re.sub(r"\d+", "#", line)
+  return None if _NOT_MODEL.search(line) else line
+
+
+def _model_label(texts: Sequence[str]) -> str:
+  d_model = _int_binding(texts, "d_model")
+  enc = _int_binding(texts, "num_encoder_layers")
+  dec = _int_binding(texts, "num_decoder_layers")
+  if d_model is None:
+    return "-"
+  label = f"T5 d{d_model} {enc}+{dec}L" if enc is not None else f"T5 d{d_model}"
+  for text in texts:
+    match = re.search(r"^INITIAL_CHECKPOINT_PATH = ['\"]([^'\"]+)['\"]", text, re.M)
+    if match:
+      return f"{label} from {pathlib.Path(match[1]).parent.name or match[1]}"
+  return label
+
+
+def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
+  """A run's records (latest step per task and split, or `step`) and its config."""
+  path = pathlib.Path(os.fspath(run_dir))
+  if not path.exists():
+    raise FileNotFoundError(f"run directory {path} does not exist")
+  files = [path] if path.is_file() else sorted(path.rglob(R.FILENAME))
+  if not files:
+    raise FileNotFoundError(f"no {R.FILENAME} under {path}")
+  chosen: dict[tuple[str, str], R.Record] = {}
+  for record in R.read_many(files):
+    key = (record.task, record.split or "?")
+    if step is not None and record.step != step:
+      continue
+    if key not in chosen or record.step >= chosen[key].step:
+      chosen[key] = record
+  folder = path.parent if path.is_file() else path
+  texts = _config_texts(folder)
+  model_lines = [m for text in texts for line in text.splitlines()
+                 if (m := _model_line(line)) is not None]
+  config_key = (hashlib.sha256("\n".join(model_lines).encode()).hexdigest()[:12]
+                if texts else f"path:{folder.resolve()}")
+  macros = config_macros(texts)
+  seed = _seed(macros)
+  if seed is None:
+    found = _int_binding(texts, "random_seed")
+    seed = None if found is None else str(found)
+  return Run(folder, chosen, seed, _model_label(texts), config_key, macros)
+
+
+def label_of(paths: Sequence[pathlib.Path]) -> str:
+  """A row's name: the folder's, or the common prefix of its seeds' folders (no seed suffix)."""
+  names = [p.name or str(p) for p in paths]
+  if len(names) == 1:
+    return names[0]
+  prefix = os.path.commonprefix(names).rstrip("_-.=")
+  prefix = re.sub(r"(?:[_\-.]?seed|[_\-.]s)$", "", prefix, flags=re.I).rstrip("_-.=")
+  return prefix or " + ".join(names)
+
+
+def merge_runs(runs: Sequence[Run]) -> Run:
+  """Runs that together make one model's results (FewCLUE's k = 0..4 trainings) as one."""
+  chosen: dict[tuple[str, str], R.Record] = {}
+  for run in runs:
+    for key, record in run.records.items():
+      if key not in chosen or record.step >= chosen[key].step:
+        chosen[key] = record
+  seeds = {run.seed for run in runs}
+  return Run(pathlib.Path(label_of([run.path for run in runs])), chosen,
+             seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key,
+             runs[0].macros)

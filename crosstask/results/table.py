@@ -1,0 +1,172 @@
+"""One table across runs and benchmarks: a row per model (seeds pooled), a column per task.
+
+Each RUN_DIR is searched for `metrics.jsonl` files (an eval output, a training
+run's `inference_eval/`, a `crosstask.score` output). A run's number for a task
+is its latest step's (or `step`'s). Columns are keyed by task, split and task
+fingerprint, so numbers of two task definitions land in two columns, never in
+one; a column's header names its checkpoint step when every row agrees, else
+each cell does. Runs whose configs differ only in the seed (and in their paths)
+form one row: mean ± std over seeds (population std, as papers report). Task
+variants `<base>.p<k>` (prompt k of a task) form one column for `<base>`: the
+mean over prompts, with their spread. Benchmark aggregates (CLUE and FewCLUE
+scores, LOT overall, SciRepEval averages) are computed per run from the same
+records, then pooled over seeds; paper rows fill the columns they have numbers
+for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+
+from crosstask.results import aggregates
+from crosstask.results import paper as paper_numbers
+from crosstask.results.columns import Column, Row, Value, prompt_base, task_values
+from crosstask.results.runs import Run, label_of, load_run, merge_runs
+from crosstask.tasks.common import report as common_report
+
+__all__ = ["Column", "Row", "Table", "build", "load_run", "merge_runs", "prompt_base"]
+
+def _pool(values: Sequence[Value]) -> dict:
+  mean, std = common_report.mean_std([v.value for v in values])
+  steps = {v.step for v in values}
+  prompt_stds = [v.prompt_std for v in values if v.prompt_std is not None]
+  return {"mean": mean, "std": std if len(values) > 1 else None, "n": len(values),
+          "step": steps.pop() if len(steps) == 1 else None,
+          "prompts": max(v.prompts for v in values),
+          "prompt_std": sum(prompt_stds) / len(prompt_stds) if prompt_stds else None,
+          "spread_of": values[0].spread_of}
+
+
+def build_rows(runs: Sequence[Run], prefer: Sequence[str] = (), all_metrics: bool = False,
+               pool_seeds: bool = True) -> list[Row]:
+  """A row per model: runs with equal configs but for the seed are pooled."""
+  groups: dict[str, list[Run]] = {}
+  for run in runs:
+    key = run.config_key if pool_seeds else str(run.path.resolve())
+    groups.setdefault(key, []).append(run)
+  rows = []
+  for members in groups.values():
+    seeds = [r.seed for r in members]
+    if len(members) > 1 and len(set(seeds)) != len(seeds):
+      # Same config and seed: not seeds of one model but repeated runs; keep them apart.
+      for run in members:
+        rows.extend(build_rows([run], prefer, all_metrics, pool_seeds=False))
+      continue
+    per_column: dict[Column, list[Value]] = {}
+    for run in members:
+      for column, value in {**task_values(run, prefer, all_metrics),
+                            **aggregates.aggregate_values(run)}.items():
+        per_column.setdefault(column, []).append(value)
+    cells = {column: _pool(values) for column, values in per_column.items()}
+    rows.append(Row(label_of([r.path for r in members]), members[0].model, seeds, cells,
+                    runs=list(members)))
+  return rows
+
+
+def _order(columns: Iterable[Column]) -> list[Column]:
+  def key(c: Column):
+    aggregate = c.name[:1].isupper() or c.name.startswith("fewclue ") and "k=0..4" in c.name
+    return (c.split, aggregate, c.name, c.metric, c.fingerprint)
+  return sorted(set(columns), key=key)
+
+
+def _column_step(rows: Sequence[Row], column: Column) -> int | None:
+  steps = {row.cells[column]["step"] for row in rows if not row.paper and column in row.cells}
+  return steps.pop() if len(steps) == 1 else None
+
+
+def format_cell(cell: dict | None, column_step: int | None, floatfmt: str = ".2f") -> str:
+  if cell is None or cell["mean"] is None or math.isnan(cell["mean"]):
+    return "-"
+  text = format(cell["mean"], floatfmt)
+  if cell["std"] is not None:
+    text += f" ± {format(cell['std'], floatfmt)}"
+  if cell["prompt_std"] is not None and cell["prompts"]:
+    text += (f" (σ {format(cell['prompt_std'], floatfmt)} over {cell['prompts']} "
+             f"{cell['spread_of']})")
+  if column_step is None and cell["step"] is not None:
+    text += f" @{cell['step']}"
+  return text
+
+
+def _duplicate_names(columns: Sequence[Column]) -> set[tuple[str, str, str]]:
+  seen: dict[tuple[str, str, str], int] = {}
+  for c in columns:
+    seen[(c.name, c.metric, c.split)] = seen.get((c.name, c.metric, c.split), 0) + 1
+  return {k for k, n in seen.items() if n > 1}
+
+
+@dataclasses.dataclass
+class Table:
+  rows: list[Row]
+  columns: list[Column]
+
+  def headers(self) -> list[str]:
+    return [c.header(_column_step(self.rows, c)) for c in self.columns]
+
+  def conflicts(self) -> list[str]:
+    """Tasks shown in more than one column because their definitions differ."""
+    return [f"{name} {metric} ({split})".replace("  ", " ")
+            for name, metric, split in sorted(_duplicate_names(self.columns))]
+
+  def markdown(self, floatfmt: str = ".2f") -> str:
+    headers = self.headers()
+    lines = ["| run | model | seeds | " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
+             "|" + "---|" * (len(headers) + 3)]
+    for row in self.rows:
+      cells = [format_cell(row.cells.get(c), _column_step(self.rows, c), floatfmt)
+               for c in self.columns]
+      seeds = ("-" if row.paper else ",".join("?" if s is None else str(s) for s in row.seeds))
+      lines.append(f"| {row.label} | {row.model} | {seeds} | " + " | ".join(cells) + " |")
+    notes = [f"Different task definitions, kept apart: {', '.join(self.conflicts())}."
+             ] if self.conflicts() else []
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+  def csv(self) -> str:
+    import csv  # pylint: disable=g-import-not-at-top
+    import io  # pylint: disable=g-import-not-at-top
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    headers = self.headers()
+    writer.writerow(["run", "model", "seeds", *[x for h in headers for x in (h, f"{h} std")]])
+    for row in self.rows:
+      values = []
+      for c in self.columns:
+        cell = row.cells.get(c)
+        values += ["" if cell is None else cell["mean"],
+                   "" if cell is None or cell["std"] is None else cell["std"]]
+      writer.writerow([row.label, row.model, " ".join(str(s) for s in row.seeds), *values])
+    return buf.getvalue()
+
+  def json(self) -> dict:
+    columns = [{"header": h, **dataclasses.asdict(c), "step": _column_step(self.rows, c)}
+               for h, c in zip(self.headers(), self.columns)]
+    rows = [{"run": r.label, "model": r.model, "seeds": r.seeds, "paper": r.paper,
+             "cells": {h: r.cells[c] for h, c in zip(self.headers(), self.columns)
+                       if c in r.cells}} for r in self.rows]
+    return {"columns": columns, "rows": rows, "conflicts": self.conflicts()}
+
+
+def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
+          prefer: Sequence[str] = (), all_metrics: bool = False, paper: str = "default",
+          tasks: str | None = None, merge: bool = False) -> Table:
+  """The table for `run_dirs` (each a folder holding metrics.jsonl files, or one file).
+
+  `merge` makes all of them one run (one row): the parts of one model's results.
+  """
+  runs = [load_run(d, step) for d in run_dirs]
+  if merge:
+    runs = [merge_runs(runs)]
+  rows = build_rows(runs, prefer, all_metrics)
+  aggregates.add_csl_delta_m(rows)
+  columns = [c for row in rows for c in row.cells]
+  if tasks:
+    pattern = re.compile(tasks)
+    columns = [c for c in columns if pattern.search(c.name)]
+  columns = _order(columns)
+  rows += paper_numbers.paper_rows(columns, paper)
+  return Table(rows, columns)

@@ -1,0 +1,72 @@
+"""`python -m crosstask.score`: a saved inference output scored again, without a model.
+
+  python -m crosstask.score /runs/infer/clue_afqmc-validation.jsonl [--output_dir DIR]
+  python -m crosstask.score --scirepeval_task fos --embeddings E.jsonl --data DIR --step 1000
+
+The first form applies the task's postprocessor and metric functions to the
+predictions and scores `crosstask.infer` wrote and appends the eval job's record
+(step, task, metrics, task fingerprint) to `metrics.jsonl` (beside the file
+unless --output_dir says otherwise), so a metric fix or a new metric reaches
+old runs without a model or an accelerator. The second scores SciRepEval
+embeddings with the official scorer into the same kind of record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog="python -m crosstask.score",
+                              description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                              epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("predictions", nargs="*", help="<task>-<split>.jsonl files crosstask.infer wrote")
+  p.add_argument("--task", help="task name (default: from the file name)")
+  p.add_argument("--split", help="split name (default: from the file name)")
+  p.add_argument("--step", type=int, help="checkpoint step (default: the one infer recorded)")
+  p.add_argument("--output_dir", help="where metrics.jsonl goes (default: beside each file)")
+  p.add_argument("--module", default="crosstask.tasks.all",
+                 help="module registering the task (MIXTURE_OR_TASK_MODULE)")
+  p.add_argument("--scirepeval_task", help="SciRepEval task (official name or config)")
+  p.add_argument("--embeddings", help='SciRepEval: JSONL of {"doc_id", "embedding"}')
+  p.add_argument("--data", help="SciRepEval: the task's test directory (or a root of them)")
+  p.add_argument("--backend", default="sklearn", help="SciRepEval probe backend")
+  p.add_argument("--no_few_shot", action="store_true", help="SciRepEval: skip few-shot runs")
+  return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+  args = _parser().parse_args(argv)
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  from crosstask.results import rescoring  # pylint: disable=g-import-not-at-top
+  try:
+    if args.scirepeval_task:
+      if not (args.embeddings and args.data and args.output_dir and args.step is not None):
+        raise ValueError("--scirepeval_task needs --embeddings, --data, --output_dir and --step")
+      rec = rescoring.score_embeddings(args.scirepeval_task, args.embeddings, args.data,
+                                       step=args.step, output_dir=args.output_dir,
+                                       backend=args.backend,
+                                       few_shot_runs=not args.no_few_shot)
+      print(f"{rec.task} step {rec.step}: {dict(rec.metrics)}")
+      return 0
+    if not args.predictions:
+      raise ValueError("give inference files, or --scirepeval_task with --embeddings")
+    if len(args.predictions) > 1 and (args.task or args.split):
+      raise ValueError("--task/--split name one file's task; give one file with them")
+    for path in args.predictions:
+      rec = rescoring.score_file(path, task_name=args.task, split=args.split, step=args.step,
+                                 output_dir=args.output_dir, module=args.module)
+      print(f"{rec.task} step {rec.step} [{rec.fingerprint}]: "
+            + ", ".join(f"{k}={v:.4g}" for k, v in rec.metrics.items()))
+  except (FileNotFoundError, ValueError, KeyError) as e:
+    print(f"error: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
+    return 2
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,86 @@
+"""crosstask.score without a model: the task's own postprocessors and metrics on saved lines."""
+
+import json
+
+import pytest
+import seqio
+
+import crosstask.tasks.all  # noqa: F401  Registers the tasks.
+from crosstask import paths
+from crosstask import score as cli
+from crosstask.results import records
+from crosstask.results import rescoring
+
+
+@pytest.fixture
+def sample_root():
+  with paths.use_data_dir(paths.SAMPLE_DIR) as root:
+    yield root
+
+
+def _write_inferences(path, task_name, split, predict, target_score=None):
+  """An infer-shaped file whose predictions are `predict(example)`."""
+  task = seqio.get_mixture_or_task(task_name)
+  ds = task.get_dataset(None, split=split, shuffle=False, num_epochs=1)
+  with open(path, "w", encoding="utf-8") as f:
+    for i, ex in enumerate(ds.as_numpy_iterator()):
+      line = {"index": i, "prediction": predict(ex), "score": -1.0, "step": 12}
+      if target_score is not None:
+        line["target_score"] = target_score(ex)
+      f.write(json.dumps(line, ensure_ascii=False) + "\n")
+  return i + 1
+
+
+def test_cmrc_answers_map_back_to_the_passage(sample_root, tmp_path):
+  path = tmp_path / "clue_cmrc2018-validation.jsonl"
+  n = _write_inferences(path, "clue_cmrc2018", "validation",
+                        lambda ex: ex["targets_pretokenized"].decode())
+  rec = rescoring.score_file(path)
+  assert (rec.step, rec.split, rec.metrics["em"], rec.metrics["f1"]) == (12, "validation",
+                                                                         100.0, 100.0)
+  assert rec.source == "score:clue_cmrc2018-validation.jsonl" and n >= 2
+  (written,) = records.read(tmp_path)
+  assert written.metrics == rec.metrics and written.fingerprint == rec.fingerprint
+  # An answer found nowhere in the passage scores nothing.
+  _write_inferences(path, "clue_cmrc2018", "validation", lambda ex: "不在文中的回答")
+  assert rescoring.score_file(path, output_dir=tmp_path / "o").metrics["em"] == 0.0
+
+
+def test_rank_classification_is_scored_from_target_scores(sample_root, tmp_path):
+  path = tmp_path / "fewclue_eprstmt_k0_rank-validation.jsonl"
+  gold = lambda ex: 0.0 if ex["rank_correct"] == b"1" else -5.0  # noqa: E731
+  _write_inferences(path, "fewclue_eprstmt_k0_rank", "validation", lambda ex: "", gold)
+  assert rescoring.score_file(path).metrics == {"accuracy": 100.0}
+  _write_inferences(path, "fewclue_eprstmt_k0_rank", "validation", lambda ex: "",
+                    lambda ex: -gold(ex))
+  assert rescoring.score_file(path).metrics == {"accuracy": 0.0}
+  _write_inferences(path, "fewclue_eprstmt_k0_rank", "validation", lambda ex: "")
+  with pytest.raises(ValueError, match=r"jsonl:1: no 'target_score'; task "
+                     "'fewclue_eprstmt_k0_rank' is scored by the model's likelihood"):
+    rescoring.score_file(path)
+
+
+def test_cli_errors_name_the_problem(sample_root, tmp_path, capsys):
+  bad = tmp_path / "predictions.txt"
+  bad.write_text('{"index": 0, "prediction": "x"}\n', "utf-8")
+  assert cli.main([str(bad)]) == 2
+  assert "not an inference output name" in capsys.readouterr().err
+  past = tmp_path / "csl_zh_title_to_category-validation.jsonl"
+  past.write_text('{"index": 999, "prediction": "工学", "step": 1}\n', "utf-8")
+  assert cli.main([str(past)]) == 2
+  assert "indices [999]... are past its end" in capsys.readouterr().err
+  past.write_text('{"index": 0, "prediction": "工学"}\n', "utf-8")
+  assert cli.main([str(past)]) == 2
+  assert "carry no checkpoint step; give it with --step" in capsys.readouterr().err
+  assert cli.main([str(past), "--step", "7"]) == 0
+  assert "csl_zh_title_to_category step 7" in capsys.readouterr().out
+  assert cli.main(["--scirepeval_task", "fos"]) == 2
+  assert "needs --embeddings" in capsys.readouterr().err
+
+
+def test_flatten_round_trips_the_official_result_shape():
+  result = {"complete": {"f1": 70.1}, "few_shot": [{"sample_size": 5, "results": {"f1": 40.0}},
+                                                   {"sample_size": 10, "results": {"f1": 50.0}}]}
+  flat = rescoring.flatten(result)
+  assert flat["few_shot/1/results/f1"] == 50.0
+  assert rescoring.unflatten(flat) == result

@@ -1,0 +1,66 @@
+"""crosstask.score on a real eval: the same numbers from the infer output, with no model."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+import results_helpers
+import runtime_subprocess as rs
+from crosstask import paths
+from crosstask.results import records
+
+FLAGS = [f"--gin.MIXTURE_OR_TASK_NAME='{results_helpers.MIXTURE}'",
+         "--gin.MIXTURE_OR_TASK_MODULE='results_helpers'",
+         "--gin.TASK_FEATURE_LENGTHS={'inputs': 128, 'targets': 24}", "--gin.BATCH_SIZE=8"]
+SPLITS = {"clue_cmrc2018": "validation", "fewclue_eprstmt_k0_rank": "validation",
+          "csl_zh_title_to_category": "validation", "lot_zh_outgen": "validation",
+          "scitldr_a_abstract_to_tldr_official_ref": "validation"}
+
+
+def _run(cmd):
+  env = {**rs.env(), paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
+  started = time.time()
+  res = subprocess.run(cmd, cwd=rs.REPO, env=env, capture_output=True, text=True, timeout=600)
+  assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+  return res, time.time() - started
+
+
+def _job(module, run_gin, *flags):
+  return [sys.executable, "-m", module, f"--gin_file={rs.TINY}", f"--gin_file={run_gin}",
+          *FLAGS, *flags]
+
+
+@pytest.mark.slow
+def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
+  model_dir = tmp_path / "model"
+  _run(_job("crosstask.train", "runs/finetune.gin", f"--gin.MODEL_DIR='{model_dir}'",
+            "--gin.TRAIN_STEPS=4", "--gin.EVAL_PERIOD=0", "--gin.LEARNING_RATE=0.01",
+            "--gin.MIXTURE_OR_TASK_NAME='fewclue_eprstmt_k0_rank'", "--gin.TRAIN_SPLIT='train'"))
+  checkpoint = model_dir / "checkpoint_4"
+  eval_dir, infer_dir, score_dir = tmp_path / "eval", tmp_path / "infer", tmp_path / "score"
+  _, eval_seconds = _run(_job("crosstask.eval", "runs/eval.gin",
+                               f"--gin.CHECKPOINT_PATH='{checkpoint}'",
+                               f"--gin.EVAL_OUTPUT_DIR='{eval_dir}'"))
+  _run(_job("crosstask.infer", "runs/infer.gin", f"--gin.CHECKPOINT_PATH='{checkpoint}'",
+            f"--gin.INFER_OUTPUT_DIR='{infer_dir}'"))
+  evaluated = {r.task: r for r in records.read(eval_dir)}
+  assert set(evaluated) == set(SPLITS)
+  assert all(r.step == 4 and r.source == "eval" and len(r.fingerprint) == 8
+             for r in evaluated.values())
+
+  files = [str(infer_dir / f"{task}-{split}.jsonl") for task, split in SPLITS.items()]
+  first = json.loads(open(files[0], encoding="utf-8").readline())
+  assert first["step"] == 4 and first["fingerprint"] == evaluated["clue_cmrc2018"].fingerprint
+  _, score_seconds = _run([sys.executable, "-m", "crosstask.score", *files,
+                           f"--output_dir={score_dir}", "--module=results_helpers"])
+  print(f"eval {eval_seconds:.0f} s, score {score_seconds:.0f} s (both as subprocesses)")
+  scored = {r.task: r for r in records.read(score_dir)}
+  for task, r in evaluated.items():
+    assert scored[task].metrics == r.metrics, task  # identical, not approximately equal
+    assert (scored[task].step, scored[task].fingerprint) == (r.step, r.fingerprint)
+    assert scored[task].source == f"score:{task}-{SPLITS[task]}.jsonl"
+  assert evaluated["fewclue_eprstmt_k0_rank"].metrics.keys() == {"accuracy"}
+  assert {"em", "f1"} <= evaluated["clue_cmrc2018"].metrics.keys()

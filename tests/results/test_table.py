@@ -1,0 +1,187 @@
+"""`crosstask.results`: runs pooled over seeds, columns kept apart by task definition."""
+
+import json
+import pathlib
+
+import pytest
+
+from crosstask.metrics import clue_scores
+from crosstask.results import __main__ as cli
+from crosstask.results import records
+from crosstask.results import rescoring
+from crosstask.results import table
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "scirepeval"
+
+
+def _run(root, name, seed, rows, d_model=64, split="validation"):
+  """A run folder like a training run's: operative config and inference_eval/metrics.jsonl."""
+  folder = root / name
+  (folder / "inference_eval").mkdir(parents=True)
+  (folder / "operative_config.gin").write_text(
+      f"MODEL_DIR = '{folder}'\nRANDOM_SEED = {seed}\n"  # as operative_config.gin writes it
+      f"MODEL/config.TransformerConfig.d_model = {d_model}\nconfig.TransformerConfig:\n"
+      "  num_encoder_layers = 2\n  num_decoder_layers = 2\n"
+      "train.random_seed = %RANDOM_SEED\n", "utf-8")
+  records.append(folder / "inference_eval", [
+      records.Record(step, task, metrics, fingerprint=fp, source="eval", split=split)
+      for step, task, metrics, fp in rows])
+  return folder
+
+
+def test_seeds_pool_and_models_stay_apart(tmp_path):
+  a = _run(tmp_path, "small_seed0", 0, [(100, "csl_zh_title_to_category", {"accuracy": 60.0,
+                                                                           "macro_f1": 20.0},
+                                         "aaaa0000")])
+  b = _run(tmp_path, "small_seed1", 1, [(100, "csl_zh_title_to_category", {"accuracy": 70.0,
+                                                                           "macro_f1": 30.0},
+                                         "aaaa0000")])
+  c = _run(tmp_path, "big_seed0", 0, [(200, "csl_zh_title_to_category", {"accuracy": 90.0},
+                                       "aaaa0000")], d_model=128)
+  result = table.build([a, b, c])
+  assert [r.label for r in result.rows] == ["small", "big_seed0"]
+  assert [r.model for r in result.rows] == ["T5 d64 2+2L", "T5 d128 2+2L"]
+  (column,) = result.columns
+  assert (column.name, column.metric, column.fingerprint) == (
+      "csl_zh_title_to_category", "accuracy", "aaaa0000")
+  assert result.rows[0].cells[column]["mean"] == 65.0
+  assert result.rows[0].cells[column]["std"] == 5.0  # population std over the two seeds
+  text = result.markdown()
+  # Steps differ between rows: each cell names its own; the column carries the fingerprint.
+  assert "| csl_zh_title_to_category accuracy (validation) [aaaa0000] |" in text
+  assert "| small | T5 d64 2+2L | 0,1 | 65.00 ± 5.00 @100 |" in text
+  assert "| big_seed0 | T5 d128 2+2L | 0 | 90.00 @200 |" in text
+
+
+def test_different_task_definitions_are_never_pooled(tmp_path):
+  a = _run(tmp_path, "s0", 0, [(10, "clue_afqmc", {"accuracy": 60.0}, "11111111")])
+  b = _run(tmp_path, "s1", 1, [(10, "clue_afqmc", {"accuracy": 80.0}, "22222222")])
+  result = table.build([a, b], paper="none")
+  assert len(result.rows) == 1 and len(result.columns) == 2
+  assert sorted(c.fingerprint for c in result.columns) == ["11111111", "22222222"]
+  cells = [result.rows[0].cells[c] for c in result.columns]
+  assert [(x["mean"], x["n"]) for x in cells] == [(60.0, 1), (80.0, 1)]
+  assert "Different task definitions, kept apart: clue_afqmc accuracy (validation)" in (
+      result.markdown())
+  assert "@10" in result.markdown()  # one step for the whole column: in its header
+
+
+def test_prompt_variants_score_as_mean_and_spread(tmp_path):
+  run = _run(tmp_path, "r", 0, [(5, "fewclue_bustm.p0", {"accuracy": 50.0}, "aaaaaaaa"),
+                                (5, "fewclue_bustm.p1", {"accuracy": 70.0}, "bbbbbbbb"),
+                                (5, "fewclue_bustm.p2", {"accuracy": 60.0}, "cccccccc")])
+  result = table.build([run], paper="none")
+  (column,) = result.columns
+  assert column.name == "fewclue_bustm" and len(column.fingerprint) == 8
+  cell = result.rows[0].cells[column]
+  assert cell["mean"] == 60.0 and cell["prompts"] == 3
+  assert cell["prompt_std"] == pytest.approx((200 / 3) ** 0.5)
+  assert "60.00 (σ 8.16 over 3 prompts)" in result.markdown()
+  assert table.prompt_base("clue_afqmc.p12") == ("clue_afqmc", 12)
+  assert table.prompt_base("clue_afqmc") == ("clue_afqmc", None)
+
+
+def test_fewclue_score_and_readme_rows(tmp_path):
+  rows = []
+  for i, task in enumerate(clue_scores.FEWCLUE_TASKS):
+    for k in range(5):
+      rows.append((8, f"fewclue_{task}_k{k}_rank", {"accuracy": 40.0 + i + k}, "f" * 8))
+  run = _run(tmp_path, "few", 0, rows, split="test_public")
+  result = table.build([run], tasks="^(FewCLUE|fewclue eprstmt)")
+  names = [c.name for c in result.columns]
+  assert names == ["FewCLUE score", "fewclue eprstmt k=0..4"]
+  ours = result.rows[0].cells
+  score = next(c for c in result.columns if c.name == "FewCLUE score")
+  expected = clue_scores.fewclue_score({t: [40.0 + i + k for k in range(5)]
+                                        for i, t in enumerate(clue_scores.FEWCLUE_TASKS)})
+  assert ours[score]["mean"] == pytest.approx(expected) == 46.0
+  pet = next(r for r in result.rows if r.label.startswith("PET"))
+  assert pet.cells[score]["mean"] == 57.44
+  assert "| PET (FewCLUE README, test_public) | paper | - | 57.44 | 86.66 |" in result.markdown()
+
+
+def test_scirepeval_from_saved_embeddings(tmp_path):
+  out = tmp_path / "emb_run"
+  for task in ("relish", "Paper-Reviewer Matching"):
+    rescoring.score_embeddings(task, FIXTURES / "embeddings.jsonl", FIXTURES, step=3,
+                               output_dir=out)
+  rows = {r.task: r for r in records.read(out)}
+  assert rows["scirepeval:RELISH"].metrics == {"ndcg": 50.0}
+  assert rescoring.unflatten(rows["scirepeval:Paper-Reviewer Matching"].metrics) == {
+      "hard_P_10": 20.0, "hard_P_5": 30.0, "soft_P_10": 30.0, "soft_P_5": 40.0}
+  result = table.build([out], paper="none")
+  cells = {c.name: result.rows[0].cells[c]["mean"] for c in result.columns}
+  assert cells["SciRepEval RELISH"] == 50.0
+  assert cells["SciRepEval Paper-Reviewer Matching"] == 30.0  # mean of its four P@k
+  assert cells["SciRepEval out-of-train (2/20 numbers)"] == 40.0
+
+
+def test_cli_formats_and_errors(tmp_path, capsys):
+  run = _run(tmp_path, "r", 0, [(5, "csl_zh_abstract_to_title", {"rougeL": 31.0, "bleu": 9.0},
+                                 "abcdef12")])
+  assert cli.main([str(run), "--format", "json"]) == 0
+  data = json.loads(capsys.readouterr().out)
+  assert data["columns"][0]["header"] == "csl_zh_abstract_to_title rougeL (validation) @5 [abcdef12]"
+  assert data["rows"][0]["cells"][data["columns"][0]["header"]]["mean"] == 31.0
+  assert cli.main([str(run), "--format", "csv", "--metric", "bleu"]) == 0
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0].startswith("run,model,seeds,csl_zh_abstract_to_title bleu")
+  assert lines[1].startswith("r,T5 d64 2+2L,0,9.0,")
+  assert cli.main([str(tmp_path / "nowhere")]) == 2
+  assert "does not exist" in capsys.readouterr().err
+
+
+def test_fewclue_runs_per_k_merge_into_one_row(tmp_path, capsys):
+  from crosstask.tasks.clue import report  # pylint: disable=g-import-not-at-top
+  files = []
+  for k in range(5):
+    rows = [(8, f"fewclue_{task}_k{k}_rank", {"accuracy": 50.0 + k}, "f" * 8)
+            for task in clue_scores.FEWCLUE_TASKS]
+    files.append(records.metrics_file(_run(tmp_path, f"k{k}", 0, rows, split="test_public")
+                                      / "inference_eval"))
+  separate = table.build(files, paper="none")
+  assert not [c for c in separate.columns if c.name == "FewCLUE score"]
+  merged = table.build(files, paper="none", merge=True)
+  (row,) = merged.rows
+  score = next(c for c in merged.columns if c.name == "FewCLUE score")
+  assert row.cells[score]["mean"] == 52.0
+  report.main([str(f) for f in files])
+  out = capsys.readouterr().out
+  assert "FewCLUE score (test_public)" in out and "| 52.00 |" in out
+  assert "fewclue_eprstmt accuracy" not in out  # the alias shows FewCLUE's aggregates only
+
+
+def _csl_run(root, name, seed, start, stage, accuracy, f1):
+  folder = root / name
+  (folder / "eval").mkdir(parents=True)
+  (folder / "operative_config.gin").write_text(
+      f"PARTITION = '2-1'\nSHOTS = 8\nEPISODE_SEED = {seed}\nRANDOM_SEED = 0\nSTAGE = '{stage}'\n"
+      f"INITIAL_CHECKPOINT_PATH = {start!r}\nMODEL_DIR = '{folder}'\nconfig.TransformerConfig:\n"
+      "  d_model = 64\n", "utf-8")
+  if stage == "few":
+    records.append(folder / "eval", [records.Record(
+        30, "csl_zh_abstract_to_category", {"accuracy": accuracy, "macro_f1": f1},
+        fingerprint="c" * 8, split=f"s{seed}_test")])
+  return folder
+
+
+def test_csl_delta_m_beside_the_meta_rows(tmp_path):
+  runs = []
+  for seed in (0, 1):
+    meta = _csl_run(tmp_path, f"meta_2_1_s{seed}", seed, "/ckpt/t5_small", "meta", 0, 0)
+    runs.append(_csl_run(tmp_path, f"few_2_1_s{seed}", seed, "/ckpt/t5_small", "few",
+                         30.0 + seed, 20.0))
+    runs.append(_csl_run(tmp_path, f"plus_meta_2_1_s{seed}", seed, f"{meta}/checkpoint_300",
+                         "few", 40.0 + 3 * seed, 22.0))
+  result = table.build(runs)
+  assert [r.label for r in result.rows] == ["few_2_1", "plus_meta_2_1", "T5-small (CSL Table 9)",
+                                            "T5-base (CSL Table 9)"]
+  assert [r.seeds for r in result.rows[:2]] == [["episode_seed=0 random_seed=0",
+                                             "episode_seed=1 random_seed=0"]] * 2
+  delta = next(c for c in result.columns if c.name == "CSL Δ_m 2-1 k=8")
+  assert delta.split == "test"
+  few, plus, small, base = result.rows
+  assert delta not in few.cells
+  # seed means: few (30.5, 20), +meta (41.5, 22) -> ((41.5 - 30.5) + (22 - 20)) / 2
+  assert plus.cells[delta]["mean"] == pytest.approx(6.5)
+  assert base.cells[delta]["mean"] == 2.2  # Table 9, 8 shots, T5-base, partition 2-1
