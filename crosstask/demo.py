@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import gin
 
 from crosstask import paths
-from crosstask.results import records
+from crosstask import records
 from crosstask.runtime import platform
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

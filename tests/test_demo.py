@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import runtime_subprocess
-from crosstask.results import records
+from crosstask import records
 
 
 @pytest.mark.slow

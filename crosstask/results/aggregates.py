@@ -11,7 +11,7 @@ import pathlib
 import re
 from collections.abc import Mapping, Sequence
 
-from crosstask.results import records as R
+from crosstask import records as R
 from crosstask.results.columns import R_SCIREPEVAL, Column, Row, Value
 from crosstask.results.runs import CONFIG_FILES, Run, config_macros
 from crosstask.tasks.common import report as common_report

@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from crosstask.results import records as R
+from crosstask import records as R
 from crosstask.results.runs import Run
 from crosstask.tasks.common import report as common_report
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from crosstask.results import records
+from crosstask import records
 
 FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
 

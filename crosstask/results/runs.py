@@ -16,7 +16,7 @@ import pathlib
 import re
 from collections.abc import Mapping, Sequence
 
-from crosstask.results import records as R
+from crosstask import records as R
 
 CONFIG_FILES = ("operative_config.gin", "config.gin")
 # Lines of a run's config that do not make it a different model: where it lives, its seed.

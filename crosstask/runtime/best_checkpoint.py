@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Sequence
 
-from crosstask.results import records
+from crosstask import records
 from crosstask.runtime.checkpoints import STEP_PREFIX
 
 

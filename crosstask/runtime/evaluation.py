@@ -1,7 +1,7 @@
 """SeqIO evaluation: the task's postprocessors and metrics over the model's outputs.
 
 Metrics go to TensorBoard (through clu) and to `<output_dir>/metrics.jsonl`, one
-line per (step, task) with the task's fingerprint (`crosstask.results.records`);
+line per (step, task) with the task's fingerprint (`crosstask.records`);
 seqio's JSONLogger also keeps the inferences per task.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from crosstask.results import records
+from crosstask import records
 from crosstask.runtime import data, inference
 from crosstask.runtime import fingerprint
 

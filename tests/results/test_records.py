@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from crosstask.results import records
+from crosstask import records
 
 
 def test_round_trip_latest_and_by_step(tmp_path):

@@ -8,7 +8,7 @@ import seqio
 import crosstask.tasks.all  # noqa: F401  Registers the tasks.
 from crosstask import paths
 from crosstask import score as cli
-from crosstask.results import records
+from crosstask import records
 from crosstask.results import rescoring
 
 

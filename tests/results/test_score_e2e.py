@@ -10,7 +10,7 @@ import pytest
 import results_helpers
 import runtime_subprocess as rs
 from crosstask import paths
-from crosstask.results import records
+from crosstask import records
 
 FLAGS = [f"--gin.MIXTURE_OR_TASK_NAME='{results_helpers.MIXTURE}'",
          "--gin.MIXTURE_OR_TASK_MODULE='results_helpers'",

@@ -20,7 +20,7 @@ import pathlib
 import sys
 from collections.abc import Mapping, Sequence
 
-from crosstask.results import records
+from crosstask import records
 from crosstask.tasks.common import report as common_report
 
 R = ("rouge1", "rouge2", "rougeL")

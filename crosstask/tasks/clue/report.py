@@ -6,9 +6,10 @@ For a task and k evaluated at several steps, the latest step counts (the
 checkpoint selected on dev_k is the one evaluated). The FewCLUE score is the
 mean over the nine tasks of the k = 0..4 means (`eval.clue_scores`).
 
-  python -m crosstask.tasks.clue.report /runs/k*/eval_test_public/metrics.jsonl
+The command line is the results table's (the task layer hosts no job):
 
-prints the FewCLUE part of `python -m crosstask.results --merge` (the same files).
+  python -m crosstask.results --merge --tasks '^(FewCLUE score|fewclue \w+ k=)' \
+      /runs/k*/eval_test_public/metrics.jsonl
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from crosstask.metrics import clue_scores
-from crosstask.results import records
+from crosstask import records
 from crosstask.tasks.clue import paper
 from crosstask.tasks.clue import submissions
 from crosstask.tasks.common import report as common_report
@@ -92,20 +93,3 @@ def report(paths: Iterable[str | os.PathLike]) -> str:
   text = format_report(summarize(collect(paths)))
   print(text)
   return text
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-  """An alias of `python -m crosstask.results --merge` restricted to FewCLUE's columns."""
-  import argparse  # pylint: disable=g-import-not-at-top
-  from crosstask.results import __main__ as results  # pylint: disable=g-import-not-at-top
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] + " (an alias of "
-                                   "python -m crosstask.results --merge)")
-  parser.add_argument("metrics", nargs="+", help="metrics.jsonl files of crosstask.eval runs")
-  args = parser.parse_args(argv)
-  code = results.main([*args.metrics, "--merge", "--tasks", r"^(FewCLUE score|fewclue \w+ k=)"])
-  if code:
-    raise SystemExit(code)
-
-
-if __name__ == "__main__":
-  main()

@@ -5,19 +5,17 @@ infilling (greedy) and conditional continuation (top-k 40, T 0.7). Ours come
 from `crosstask.eval` on `longlm_pretrain_demo` (split validation, every 20th
 demo document):
 
-  python -m crosstask.tasks.lot.report --eval_dir=/tmp/eval [--json=out.json]
+  python -m crosstask.results /tmp/eval --all_metrics --paper all \
+      --tasks '^(longlm_infilling_demo|longlm_continuation_demo)$'
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import pathlib
 from collections.abc import Mapping
 
 from crosstask.metrics import lot as lot_metrics
-from crosstask.results import records
+from crosstask import records
 
 INFILL = "longlm_infilling_demo"
 CONTINUATION = "longlm_continuation_demo"
@@ -68,22 +66,3 @@ def lot_overall_report(metrics: Mapping[str, Mapping[str, float]], split: str) -
     except KeyError:
       continue
   return out
-
-
-def main(argv=None) -> None:
-  """An alias of `python -m crosstask.results EVAL_DIR --all_metrics` on the LongLM tasks."""
-  from crosstask.results import table  # pylint: disable=g-import-not-at-top
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " (an alias of "
-                                   "python -m crosstask.results --all_metrics)")
-  parser.add_argument("--eval_dir", required=True)
-  parser.add_argument("--json", default=None, help="also write the table as JSON here")
-  args = parser.parse_args(argv)
-  result = table.build([args.eval_dir], all_metrics=True, paper="all",
-                       tasks=f"^({INFILL}|{CONTINUATION})$")
-  print(result.markdown())
-  if args.json:
-    pathlib.Path(args.json).write_text(json.dumps(result.json(), indent=1, ensure_ascii=False))
-
-
-if __name__ == "__main__":
-  main()

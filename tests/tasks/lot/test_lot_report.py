@@ -48,7 +48,9 @@ def test_cli_is_the_results_table_beside_table9(tmp_path, capsys):
       {"step": 20, "task": report.CONTINUATION, "metrics": {"perplexity": 80.0,
                                                             "bleu-3": 0.3, "bleu-4": 0.1}},
   ])
-  report.main(["--eval_dir", str(tmp_path), "--json", str(tmp_path / "t.json")])
+  from crosstask.results import __main__ as results  # pylint: disable=g-import-not-at-top
+  assert results.main([str(tmp_path), "--all_metrics", "--paper", "all", "--tasks",
+                       f"^({report.INFILL}|{report.CONTINUATION})$"]) in (0, None)
   out = capsys.readouterr().out
   header = out.splitlines()[0]
   assert f"{report.INFILL} perplexity @20" in header
@@ -59,4 +61,3 @@ def test_cli_is_the_results_table_beside_table9(tmp_path, capsys):
   column = next(i for i, c in enumerate(cells(header))
                 if c.startswith(f"{report.INFILL} perplexity"))
   assert cells(small)[column] == "11.61" and cells(ours)[column] == "40.00"
-  assert json.loads((tmp_path / "t.json").read_text())["rows"][0]["run"] == tmp_path.name
