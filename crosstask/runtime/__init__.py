@@ -3,8 +3,10 @@
   train_lib / eval_lib / infer_lib   the gin-configured jobs behind
                                      `python -m crosstask.{train,eval,infer}`
   trainer       train state and the jitted, sharded train step
-  partitioning  the ('data', 'model') mesh and logical-axis rules
+  partitioning  the ('data', 'fsdp', 'model') mesh, layouts as logical-axis rules,
+                which batch rows each host loads
   optimizers    Adafactor / AdamW and T5X's learning-rate schedules (optax)
+  adafactor     Adafactor with second moments factored by logical axes (T5X's rules)
   checkpoints   orbax save/restore, parameters-only loads, shape checks
   input_state   the tf.data iterator position saved with each checkpoint
   faults        SIGTERM, MODEL_DIR lock, writability, disk space, NaN/Inf errors

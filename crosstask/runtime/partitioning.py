@@ -19,6 +19,7 @@ the data-centre network; 'fsdp' and 'model' stay within a slice.
 
 import contextlib
 import dataclasses
+import functools
 import math
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -237,6 +238,7 @@ class Partitioner:
           f'{what}={global_batch} (the global batch) does not divide over the '
           f"{self.data_size} batch shards of {self.describe()} (axes 'data' x 'fsdp').")
 
+  @functools.cached_property
   def _host_shards(self) -> dict[int, frozenset[int]]:
     """For each process, the batch shards (of `data_size`) that its devices hold."""
     indices = self.data_sharding.devices_indices_map((self.data_size,))
@@ -252,7 +254,7 @@ class Partitioner:
     (a mesh that is not host-major), or the same rows as another host's.
     """
     self.check_batch(global_batch)
-    by_host = self._host_shards()
+    by_host = self._host_shards
     groups = sorted(set(by_host.values()), key=min)
     for a in groups:
       for b in groups:
@@ -272,7 +274,7 @@ class Partitioner:
     Each device gets its rows of the host's piece in order, wherever in the global
     batch the sharding puts them.
     """
-    mine = self._host_shards()[jax.process_index()]
+    mine = self._host_shards[jax.process_index()]
     out = {}
     for k, v in local_batch.items():
       v = np.asarray(v)

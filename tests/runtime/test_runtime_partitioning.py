@@ -141,6 +141,23 @@ def test_state_shardings_come_from_abstract_shapes_and_the_init_honours_them():
   assert v_col.shape == (1, 8, 16) and v_col.sharding.spec == P(None, 'model', None)
 
 
+def test_train_step_compiles_from_abstract_arguments_alone():
+  """What an ahead-of-time compile for absent devices needs: no buffer, no init run."""
+  part = partitioning.Partitioner(num_partitions=2, layout='fsdp+tensor')
+  trainer = _trainer(part)
+  batch = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in _batch().items()}
+  rng = jax.eval_shape(lambda: jax.random.key(0))
+  compiled = trainer.compile_train_step(trainer.abstract_state(), batch, rng)
+  assert trainer._init._cache_size() == 0
+  state_in = compiled.input_shardings[0][0]
+  jax.tree.map(lambda got, want: got.is_equivalent_to(want.sharding, len(want.shape))
+               or pytest.fail(f'{got} vs {want.sharding}'), state_in, trainer.abstract_state())
+  assert compiled.memory_analysis().argument_size_in_bytes > 0
+  with pytest.raises(ValueError, match=r"batch's 'encoder_input_tokens' rows=6 .* 4 batch"):
+    trainer.compile_train_step(trainer.abstract_state(), {
+        k: jax.ShapeDtypeStruct((6,) + v.shape[1:], v.dtype) for k, v in batch.items()}, rng)
+
+
 def test_microbatches_span_every_data_device_and_keep_rows_in_place():
   part = partitioning.Partitioner(layout='fsdp')
   trainer = _trainer(part, num_microbatches=2, rows=16)
