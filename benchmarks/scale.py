@@ -34,12 +34,14 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / 'benchmarks' / 'results' / 'scale.json'
-QUICK_RESULTS = ROOT / 'benchmarks' / 'results' / 'scale_quick.json'
+# A smoke run's rows are not the table's: they go to the temporary directory.
+QUICK_RESULTS = pathlib.Path(tempfile.gettempdir()) / 'crosstask_scale_quick.json'
 
 MODELS = {
     'longlm_small': 'longlm/small.gin',
@@ -247,8 +249,10 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument('--timeout_s', type=int, default=3600, help='per compile')
   parser.add_argument('--quick', action='store_true',
                       help='smoke run: one batch per row (no search), tiny model on v5e-8 '
-                           'unless --models/--topologies say otherwise; writes '
-                           'scale_quick.json, not the table')
+                           'unless --models/--topologies say otherwise; rows go to --out '
+                           '(default: the temporary directory), not the table')
+  parser.add_argument('--out', default=None,
+                      help=f'where rows are merged (default {RESULTS.relative_to(ROOT)})')
   args = parser.parse_args(argv)
   if args.quick:
     if args.models == parser.get_default('models'):
@@ -262,7 +266,8 @@ def main(argv: list[str] | None = None) -> None:
   fields = config_fields()
   if args.layouts is None:
     args.layouts = 'fsdp' if has_layouts() else 'data'
-  results_path = QUICK_RESULTS if args.quick else RESULTS
+  results_path = pathlib.Path(args.out) if args.out else (QUICK_RESULTS if args.quick
+                                                           else RESULTS)
   done = []
   for layout in args.layouts.split(','):
     opts = Options(layout=layout, remat=args.remat, attention=args.attention, scan=args.scan,
@@ -280,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
           done.append(row(model, topology, lengths_name, opts, result))
           merge(results_path, done)
   print(table(json.loads(results_path.read_text())))
-  print(f'wrote {results_path.relative_to(ROOT)}')
+  print(f'wrote {results_path}')
 
 
 if __name__ == '__main__':
