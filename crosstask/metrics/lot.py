@@ -1,7 +1,7 @@
 """LOT and NLPCC-2021 story metrics, exactly as the official scorers compute them.
 
 The reference is the NLPCC-2021 outline-to-story `eval.py` (the only official LOT
-generation scorer that can be read; see shared/specs/lot.md §2). Its quirks are
+generation scorer that can be read). Its quirks are
 kept by default so that numbers agree with published ones to the last digit:
 BLEU on jieba words with no smoothing, Coverage as PyPI-`rouge` ROUGE-L recall
 with set semantics and `.`-splitting (empty predictions silently dropped),

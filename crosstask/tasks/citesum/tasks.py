@@ -1,4 +1,4 @@
-"""CiteSum and its transfer tasks as English arrow-prompt SeqIO tasks (spec §2.1).
+"""CiteSum and its transfer tasks as English arrow-prompt SeqIO tasks.
 
 CiteSum (train on citation texts):
   citesum_abstract_to_tldr                 Abstract -> TLDR            (CiTES)

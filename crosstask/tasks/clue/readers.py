@@ -347,7 +347,7 @@ def _c3(rows: Iterator[R.Row], kind_hint: str, labelled: bool, on_bad_row, bad) 
         R.require(question, ("answer",), where)
         if question["answer"] not in choice:
           raise R.field_error(where, "answer", f"{question['answer']!r} is not one of the options")
-        answer = choice.index(question["answer"])  # the first equal option (spec §8.5)
+        answer = choice.index(question["answer"])  # the first equal option
       out.append({"id": question.get("id", f"{doc_id}/{q}"), "kind": kind, "document": lines,
                   "question": _text(question, "question", where),
                   "choice": [str(c) for c in choice],

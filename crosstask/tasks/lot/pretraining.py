@@ -1,6 +1,6 @@
 """LongLM's two pretraining objectives as SeqIO token preprocessors (TF ops only).
 
-Paper §4 / `figure/pretrain_task.png` (spec §3.1):
+Paper §4 / `figure/pretrain_task.png`:
 * text infilling: spans with Poisson(3) lengths cover 15% of the tokens; each
   span becomes one sentinel in the input; the target is `<X> span <Y> span ...`
   and ends with EOS, with no closing sentinel (unlike T5's span corruption);

@@ -1,6 +1,6 @@
 """LOT's four tasks and NLPCC-2021 OutGen as Chinese arrow-prompt SeqIO tasks.
 
-Layouts (spec §1.3), e.g. `故事+候选一+候选二->缺句 故事：…<mask>…；候选一：…；候选二：…`:
+Layouts, e.g. `故事+候选一+候选二->缺句 故事：…<mask>…；候选一：…；候选二：…`:
 
 | task | prompt | target | metrics |
 |---|---|---|---|
