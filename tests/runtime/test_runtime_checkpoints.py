@@ -55,11 +55,11 @@ def test_restore_gives_state_and_data_position(saved):
 
 
 def test_eval_selects_checkpoints_by_mode_and_names_their_step(saved):
-  from crosstask.runtime import eval_lib
+  from crosstask.runtime import restoring
   model_dir, _, _ = saved
 
   def select(path, mode):
-    return eval_lib.checkpoint_dirs(checkpoints.RestoreCheckpointConfig(str(path), mode=mode))
+    return restoring.checkpoint_dirs(checkpoints.RestoreCheckpointConfig(str(path), mode=mode))
   assert select(model_dir, 'all') == [(s, checkpoints.state_item(str(model_dir), s))
                                       for s in (1, 2)]
   assert select(model_dir, 'latest') == [(2, checkpoints.state_item(str(model_dir), 2))]
