@@ -1,11 +1,18 @@
 """The shared batching of inference, embedding and scoring: a batch rounded up to the
 data axis, zero-padded, and placed on any mesh layout from the full host batch."""
 
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+
 import jax
 import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+import runtime_subprocess as rs
 from crosstask.runtime import batching
 
 
@@ -39,3 +46,40 @@ def test_any_mesh_layout_gets_the_rows_its_devices_hold():
     np.testing.assert_array_equal(batching.to_host(placed), host["tokens"])
     for shard in placed.addressable_shards:  # each device holds its own rows
       np.testing.assert_array_equal(np.asarray(shard.data), host["tokens"][shard.index])
+
+
+_TWO_HOSTS = textwrap.dedent("""
+    import json, sys
+    import jax, numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    jax.distributed.initialize(f'localhost:{sys.argv[1]}', num_processes=2,
+                               process_id=int(sys.argv[2]))
+    from crosstask.runtime import batching
+    # The data axis alternates between the hosts: not host-major.
+    by_host = [[d for d in jax.devices() if d.process_index == p] for p in (0, 1)]
+    order = [d for pair in zip(*by_host) for d in pair]
+    mesh = Mesh(np.asarray(order).reshape(8, 1), ('data', 'model'))
+    size = batching.global_batch_size(13, 8)
+    host, n = batching.pad_rows({'x': np.arange(13 * 3, dtype=np.float32).reshape(13, 3)}, size)
+    batch = batching.to_device(host, NamedSharding(mesh, PartitionSpec('data')))
+    out = jax.jit(lambda b: b['x'].sum(1) * 2.0,
+                  out_shardings=NamedSharding(mesh, PartitionSpec('data')))(batch)
+    print(json.dumps({'rows': size, 'real': n, 'out': batching.to_host(out)[:n].tolist()}))
+""")
+
+
+def test_two_hosts_on_a_mesh_that_is_not_host_major_compute_every_row_once(tmp_path):
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    port = s.getsockname()[1]
+  env = rs.env()
+  env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+  procs = [subprocess.Popen([sys.executable, "-c", _TWO_HOSTS, str(port), str(i)], cwd=rs.REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+           for i in (0, 1)]
+  outs = [p.communicate(timeout=600) for p in procs]
+  for p, (_, err) in zip(procs, outs):
+    assert p.returncode == 0, err[-3000:]
+  want = (np.arange(13 * 3, dtype=np.float32).reshape(13, 3).sum(1) * 2).tolist()
+  for out, _ in outs:
+    assert json.loads(out.strip().splitlines()[-1]) == {"rows": 16, "real": 13, "out": want}
