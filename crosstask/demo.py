@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import gin
 
 from crosstask import paths
+from crosstask import vocabularies
 from crosstask.runtime import host_memory
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -45,9 +46,16 @@ DEMO_TASKS = (
 SEQUENCE_LENGTH = {"inputs": 1024, "targets": 256}
 
 
-def _task(inputs, outputs, lang="zh"):
+def _task(inputs, outputs, lang="zh", vocabulary=None):
+  """The registered CSL task tokenized with `vocabulary` (bytes when None)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks import csl  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.csl import tasks as csl_tasks  # pylint: disable=g-import-not-at-top
-  return csl_tasks.csl_task(inputs, outputs, lang)
+  if vocabulary is not None:
+    csl.register(vocabulary)
+  name = csl_tasks.task_name(inputs, outputs, lang)
+  return seqio.get_mixture_or_task(vocabularies.task_name(name, vocabulary or vocabularies.get()))
 
 
 def show_examples(task, split: str = "validation", num: int = 2) -> None:
@@ -63,7 +71,7 @@ def show_examples(task, split: str = "validation", num: int = 2) -> None:
 
 
 def baseline_rows(split: str = "validation", train_split: str = "train",
-                  lang: str = "zh") -> list[dict]:
+                  lang: str = "zh", vocabulary=None) -> list[dict]:
   """One row per demo task: {'task', 'baseline', 'examples', **metrics}."""
   from crosstask.tasks.csl import baselines  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
@@ -79,7 +87,7 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
            "discipline": f"majority({majority_from})", "abstract": "copy"}
   rows = []
   for inputs, outputs in DEMO_TASKS:
-    task = _task(inputs, outputs, lang)
+    task = _task(inputs, outputs, lang, vocabulary)
     ds = task.get_dataset(SEQUENCE_LENGTH, split=split, shuffle=False)
     targets = [task.postprocess_fn(ex["targets_pretokenized"].decode("utf-8"), is_target=True)
                for ex in ds.as_numpy_iterator()]
@@ -90,7 +98,7 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
     scores = {}
     for fn in task.metric_fns:
       scores.update(fn(targets, predictions))
-    rows.append({"task": task.name, "baseline": "+".join(kinds[f] for f in outputs),
+    rows.append({"task": vocabularies.base_task_name(task.name), "baseline": "+".join(kinds[f] for f in outputs),
                  "examples": len(targets), **scores})
   return rows
 
@@ -156,8 +164,8 @@ def train_and_evaluate(model_dir: str | os.PathLike, *, steps: int = 300,
     with open(metrics_file, encoding="utf-8") as f:
       for line in f:
         row = json.loads(line)
-        if row["step"] == step:
-          evals[row["task"]] = row["metrics"]
+        if row["step"] == step:  # keyed by the plain task name, whatever the vocabulary
+          evals[vocabularies.base_task_name(row["task"])] = row["metrics"]
   return {"model_dir": model_dir, "step": step, "train_metrics": train_metrics,
           "eval_metrics": evals, "metrics_file": metrics_file, "tensorboard_dir": model_dir}
 
@@ -193,19 +201,18 @@ def main(argv: Sequence[str] | None = None) -> None:
   started = time.time()
   with paths.use_data_dir(paths.SAMPLE_DIR):
     vocab_file = train_vocabulary(args.output_dir)
-    # The one vocabulary binding the tasks (and, in training, the model) resolve.
-    from crosstask.tasks import vocabularies  # pylint: disable=g-import-not-at-top,unused-import
-    gin.bind_parameter("vocabularies.task_vocabulary.path", str(vocab_file))
+    # The tasks shown are CSL's registered for this vocabulary; the training run's
+    # model gets the same one through VOCABULARY_PATH.
+    vocab = vocabularies.get(vocab_file)
     from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
     print(f"CSL data root: {readers.data_root()}\nVocabulary: {vocab_file}")
     for inputs, outputs in DEMO_TASKS:
-      show_examples(_task(inputs, outputs))
-    rows = baseline_rows()
+      show_examples(_task(inputs, outputs, vocabulary=vocab))
+    rows = baseline_rows(vocabulary=vocab)
     print("\nExtractive baselines (validation split, metrics 0-100):")
     print(format_rows(rows))
     if args.skip_training:
       return
-    vocab = _task(("abstract",), ("title",)).output_features["targets"].vocabulary
     model_row = train_model_row(args.output_dir, args.steps, vocab_file, vocab.vocab_size)
   baseline_row = next(r for r in rows if r["task"] == TRAIN_TASK)
   print(f"\n摘要->标题 on the sample's validation split ({baseline_row['examples']} papers), "

@@ -27,7 +27,7 @@ def evaluate(*,
   `num_decodes` is the beam size when the model decodes with beam search.
   """
   partitioner = partitioner or partitioning.Partitioner()
-  data.check_run_vocabulary(model, dataset_cfg)
+  dataset_cfg = data.check_run_vocabulary(model, dataset_cfg)
   template = params_template(model, partitioner, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),
                                    num_examples=num_examples)

@@ -23,7 +23,7 @@ CONFIGURABLE_MODULES = (
     'crosstask.runtime.optimizers', 'crosstask.runtime.partitioning',
     'crosstask.runtime.checkpoints', 'crosstask.runtime.data', 'crosstask.runtime.trainer',
     'crosstask.models.model', 'crosstask.models.network', 'crosstask.models.config',
-    'crosstask.models', 'crosstask.tasks.vocabularies')
+    'crosstask.models', 'crosstask.vocabularies')
 
 
 USAGE = """Runs {what} configured by gin, as T5X does:

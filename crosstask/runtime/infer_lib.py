@@ -36,10 +36,9 @@ def infer(*,
   forces each example's targets as its decoder prompt (see eval_script.evaluate).
   """
   partitioner = partitioner or partitioning.Partitioner()
-  data.import_tasks(dataset_cfg.module)
+  dataset_cfg = data.check_run_vocabulary(model, dataset_cfg)
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
-  data.check_vocabulary_fits(model, mixture)
   template = restoring.params_template(model, partitioner, dataset_cfg)
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')

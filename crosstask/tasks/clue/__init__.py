@@ -11,6 +11,18 @@
 Registration reads no data: sources open their files only when a dataset is built.
 """
 
+from crosstask.tasks.common import factory as _factory
 from crosstask.tasks.clue import tasks as _tasks
 
 TASKS = _tasks.register_all()
+MIXTURES = _tasks.register_mixtures()
+
+
+def register(vocabulary=None) -> list[str]:
+  """This benchmark's tasks and mixtures for `vocabulary` (a seqio.Vocabulary).
+
+  None (or bytes) gives the plain names, registered at import; another vocabulary
+  registers the same tasks under `crosstask.vocabularies.task_name(name, vocabulary)`.
+  The runtime calls this when a run's model vocabulary is not bytes.
+  """
+  return _factory.register_for_vocabulary(list(TASKS) + list(MIXTURES), vocabulary)

@@ -16,6 +16,7 @@ import os
 import pathlib
 from collections.abc import Mapping
 
+from crosstask import vocabularies
 from crosstask.metrics import lot as lot_metrics
 
 INFILL = "longlm_infilling_demo"
@@ -42,6 +43,7 @@ def latest_metrics(eval_dir: str | os.PathLike) -> dict[str, dict[str, float]]:
       try:
         row = json.loads(line)
         step, task, metrics = int(row["step"]), row["task"], row["metrics"]
+        task = vocabularies.base_task_name(task)  # one row per task whatever its vocabulary
       except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{path}:{lineno}: not a metrics line ({e})") from None
       if task not in latest or step >= latest[task][0]:
