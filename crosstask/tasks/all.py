@@ -26,3 +26,9 @@ def import_benchmarks() -> tuple[list[str], list[str]]:
 
 
 IMPORTED, MISSING = import_benchmarks()
+
+
+def register(vocabulary=None) -> list[str]:
+  """Every imported benchmark's tasks and mixtures for `vocabulary` (None: the plain names)."""
+  return [name for bench in IMPORTED
+          for name in importlib.import_module(f"crosstask.tasks.{bench}").register(vocabulary)]
