@@ -33,17 +33,17 @@ TASK = "csl_zh_abstract_to_title"
 
 
 def _dataset(root, lengths: dict, pack: bool, batch: int | None, packer: str = "first_fit"):
-  import gin
   import seqio
+  from crosstask import vocabularies
   from crosstask.runtime import data
-  from crosstask.tasks import vocabularies  # pylint: disable=unused-import  # gin binding
-  gin.parse_config(f"vocabularies.task_vocabulary.path = "
-                   f"'{root / 'vocab' / 'sentencepiece_cn.model'}'")
-  data.import_tasks("crosstask.tasks.csl")
+  from crosstask.tasks import csl
+  vocab = vocabularies.get(root / 'vocab' / 'sentencepiece_cn.model')
+  csl.register(vocab)
+  task = vocabularies.task_name(TASK, vocab)  # CSL's task for the Chinese SentencePiece model
   converter = data.feature_converter(True, packer) if pack else None
-  ds = seqio.get_dataset(TASK, task_feature_lengths=lengths, dataset_split="validation",
+  ds = seqio.get_dataset(task, task_feature_lengths=lengths, dataset_split="validation",
                          shuffle=False, num_epochs=None, feature_converter=converter) \
-      if pack else seqio.get_mixture_or_task(TASK).get_dataset(
+      if pack else seqio.get_mixture_or_task(task).get_dataset(
           lengths, split="validation", shuffle=False, num_epochs=1)
   return ds.batch(batch, drop_remainder=True) if batch else ds
 

@@ -34,6 +34,7 @@ import gin
 
 from crosstask import paths
 from crosstask import records
+from crosstask import vocabularies
 from crosstask.runtime import platform
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -49,9 +50,16 @@ DEMO_TASKS = (
 SEQUENCE_LENGTH = {"inputs": 1024, "targets": 256}
 
 
-def _task(inputs, outputs, lang="zh"):
+def _task(inputs, outputs, lang="zh", vocabulary=None):
+  """The registered CSL task tokenized with `vocabulary` (bytes when None)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks import csl  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.csl import tasks as csl_tasks  # pylint: disable=g-import-not-at-top
-  return csl_tasks.csl_task(inputs, outputs, lang)
+  if vocabulary is not None:
+    csl.register(vocabulary)
+  name = csl_tasks.task_name(inputs, outputs, lang)
+  return seqio.get_mixture_or_task(vocabularies.task_name(name, vocabulary or vocabularies.get()))
 
 
 def show_examples(task, split: str = "validation", num: int = 2) -> None:
@@ -67,7 +75,7 @@ def show_examples(task, split: str = "validation", num: int = 2) -> None:
 
 
 def baseline_rows(split: str = "validation", train_split: str = "train",
-                  lang: str = "zh") -> list[dict]:
+                  lang: str = "zh", vocabulary=None) -> list[dict]:
   """One row per demo task: {'task', 'baseline', 'examples', **metrics}."""
   from crosstask.tasks.csl import baselines  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
@@ -83,7 +91,7 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
            "discipline": f"majority({majority_from})", "abstract": "copy"}
   rows = []
   for inputs, outputs in DEMO_TASKS:
-    task = _task(inputs, outputs, lang)
+    task = _task(inputs, outputs, lang, vocabulary)
     ds = task.get_dataset(SEQUENCE_LENGTH, split=split, shuffle=False)
     targets = [task.postprocess_fn(ex["targets_pretokenized"].decode("utf-8"), is_target=True)
                for ex in ds.as_numpy_iterator()]
@@ -94,7 +102,7 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
     scores = {}
     for fn in task.metric_fns:
       scores.update(fn(targets, predictions))
-    rows.append({"task": task.name, "baseline": "+".join(kinds[f] for f in outputs),
+    rows.append({"task": vocabularies.base_task_name(task.name), "baseline": "+".join(kinds[f] for f in outputs),
                  "examples": len(targets), **scores})
   return rows
 
@@ -156,7 +164,7 @@ def train_and_evaluate(model_dir: str | os.PathLike, *, steps: int = 300,
   metrics_file = os.path.join(model_dir, "inference_eval", "metrics.jsonl")
   evals = {}
   if os.path.exists(metrics_file):
-    evals = {task: dict(r.metrics)
+    evals = {vocabularies.base_task_name(task): dict(r.metrics)  # any vocabulary's name
              for task, r in records.at_step(records.read(metrics_file), step).items()}
   return {"model_dir": model_dir, "step": step, "train_metrics": train_metrics,
           "eval_metrics": evals, "metrics_file": metrics_file, "tensorboard_dir": model_dir}
@@ -172,14 +180,14 @@ def train_model(output_dir: pathlib.Path, steps: int, vocab_file: pathlib.Path,
                 f"VOCABULARY_PATH={str(vocab_file)!r}"])
 
 
-def write_baseline_record(output_dir: pathlib.Path, row: dict) -> pathlib.Path:
+def write_baseline_record(output_dir: pathlib.Path, row: dict, vocabulary) -> pathlib.Path:
   """The baseline's scores as a metrics record (step 0), so the results table reads them."""
   from crosstask.runtime import fingerprint  # pylint: disable=g-import-not-at-top
   folder = output_dir / "baseline"
   metrics_file = folder / records.FILENAME
   if metrics_file.exists():
     metrics_file.unlink()  # one record per demo run
-  task = _task(("title",), ("category",))
+  task = _task(("title",), ("category",), vocabulary=vocabulary)
   metrics = {k: v for k, v in row.items() if k not in ("task", "baseline", "examples")}
   records.append(folder, [records.Record(0, task.name, metrics, fingerprint.fingerprint(task),
                                          source=f"baseline:{row['baseline']}",
@@ -202,7 +210,7 @@ def results_table(model_dir: pathlib.Path, baseline_dir: pathlib.Path, steps: in
   """The results table (crosstask.results) of the trained model and the baseline."""
   from crosstask.results import table  # pylint: disable=g-import-not-at-top
   result = table.build([model_dir, baseline_dir], all_metrics=True, paper="none",
-                       tasks=f"^{TRAIN_TASK}$")
+                       tasks=rf"^{TRAIN_TASK}(\.\w+)?$")  # any vocabulary's name
   labels = {"model": f"tiny T5 ({steps} steps)", "baseline": "majority class (train)"}
   for row in result.rows:
     row.label = labels.get(row.label, row.label)
@@ -227,22 +235,21 @@ def main(argv: Sequence[str] | None = None) -> None:
   started = time.time()
   with paths.use_data_dir(paths.SAMPLE_DIR):
     vocab_file = train_vocabulary(args.output_dir)
-    # The one vocabulary binding the tasks (and, in training, the model) resolve.
-    from crosstask.tasks import vocabularies  # pylint: disable=g-import-not-at-top,unused-import
-    gin.bind_parameter("vocabularies.task_vocabulary.path", str(vocab_file))
+    # The tasks shown are CSL's registered for this vocabulary; the training run's
+    # model gets the same one through VOCABULARY_PATH.
+    vocab = vocabularies.get(vocab_file)
     from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
     print(f"CSL data root: {readers.data_root()}\nVocabulary: {vocab_file}")
     for inputs, outputs in DEMO_TASKS:
-      show_examples(_task(inputs, outputs))
-    rows = baseline_rows()
+      show_examples(_task(inputs, outputs, vocabulary=vocab))
+    rows = baseline_rows(vocabulary=vocab)
     print("\nExtractive baselines (validation split, metrics 0-100):")
     print(format_rows(rows))
     if args.skip_training:
       return
-    # Written while the vocabulary binding holds: the fingerprint hashes the same vocabulary.
+    # Under the trained model's task name and vocabulary, so the fingerprints agree.
     baseline_row = next(r for r in rows if r["task"] == TRAIN_TASK)
-    baseline_dir = write_baseline_record(args.output_dir, baseline_row)
-    vocab = _task(("title",), ("category",)).output_features["targets"].vocabulary
+    baseline_dir = write_baseline_record(args.output_dir, baseline_row, vocab)
     trained = train_model(args.output_dir, args.steps, vocab_file, vocab.vocab_size)
   result = results_table(pathlib.Path(trained["model_dir"]), baseline_dir, args.steps)
   print(f"\n标题->门类 (category from title) on the sample's validation split "

@@ -224,6 +224,19 @@ def _vocab_too_big():
   _runtime_tasks().check_vocabulary_fits(model)
 
 
+def _vocab_differs():
+  from crosstask.models import config as config_lib, model as model_lib, network
+  import seqio
+  cfg = config_lib.TransformerConfig(vocab_size=384, d_model=8, d_ff=8, num_heads=1, d_kv=8,
+                                     num_encoder_layers=1, num_decoder_layers=1)
+  sentinels = seqio.ByteVocabulary(extra_ids=4)
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), sentinels, sentinels)
+  data = _runtime_tasks()
+  data.check_run_vocabulary(model, data.DatasetConfig(
+      'runtime_copy', {'inputs': 8, 'targets': 8}, 'train', 8, False, 0,
+      module='runtime_helpers'))
+
+
 add_cases([
     ('unknown-task', lambda: _runtime_tasks().get_mixture_or_task('runtime_cpy'),
      ValueError, r"No SeqIO task or mixture named 'runtime_cpy'.*Did you mean: runtime_copy"),
@@ -234,6 +247,9 @@ add_cases([
      ModuleNotFoundError, r"crosstask\.tasks\.nope"),
     ('vocab-bigger-than-embedding', _vocab_too_big,
      ValueError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
+    ('task-vocab-differs-from-model', _vocab_differs,
+     ValueError, r"Task 'runtime_copy' feature 'inputs' is tokenized with bytes \(259 ids\), "
+                 r"but the model's input vocabulary is bytes \(263 ids, 4 sentinels\)"),
 ])
 
 

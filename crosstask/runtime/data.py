@@ -36,11 +36,12 @@ def import_tasks(module: str | Sequence[str] | None = None) -> None:
   Nothing else is imported: registration is opt-in, e.g. 'crosstask.tasks.<benchmark>'.
   """
   import importlib
-  # A task module may register gin configurables (CSL's scenario helpers); it is
-  # often first imported here, after the run's config was parsed and locked.
-  with gin.unlock_config():
-    for name in [module] if isinstance(module, str) else (module or ()):
-      importlib.import_module(name)
+  for name in _module_names(module):
+    importlib.import_module(name)
+
+
+def _module_names(module: str | Sequence[str] | None) -> list[str]:
+  return [module] if isinstance(module, str) else list(module or ())
 
 
 def get_mixture_or_task(name: str):
@@ -69,21 +70,41 @@ def check_split(task_or_mixture, split: str) -> None:
       raise ValueError(f"Task '{task.name}' has no split '{split}'; it has {splits}.")
 
 
-def check_vocabulary_fits(model, task_or_mixture=None) -> None:
-  """Refuses a run whose vocabularies have more ids than the model's embedding rows.
+def _model_vocabularies(model) -> dict[str, Any]:
+  """{'inputs': ..., 'targets': ...}: the vocabularies the model was built with (or None)."""
+  return {'inputs': getattr(model, 'input_vocabulary', None),
+          'targets': getattr(model, 'output_vocabulary', None)}
 
-  Both the model's vocabularies and those of the task features are checked,
-  and the error names both numbers.
+
+def check_vocabulary_fits(model, task_or_mixture=None) -> None:
+  """Refuses a run whose tasks tokenize with another vocabulary than the model's.
+
+  Each task feature must use the model's vocabulary for that side (an error names
+  both), and no vocabulary may have more ids than the model's embedding rows (an
+  error names both numbers).
   """
+  from crosstask import vocabularies
+  model_vocabs = _model_vocabularies(model)
+  tasks = getattr(task_or_mixture, 'tasks', None) or (
+      [task_or_mixture] if task_or_mixture is not None else [])
+  for task in tasks:
+    for key, feature in task.output_features.items():
+      ours = model_vocabs.get(key)
+      if ours is not None and feature.vocabulary != ours:
+        raise ValueError(
+            f"Task '{task.name}' feature '{key}' is tokenized with "
+            f"{vocabularies.describe(feature.vocabulary)}, but the model's "
+            f"{'input' if key == 'inputs' else 'output'} vocabulary is "
+            f"{vocabularies.describe(ours)}. Set VOCABULARY_PATH to the task's vocabulary, "
+            f"or use '{vocabularies.task_name(task.name, ours)}' (the task registered for the "
+            "model's vocabulary by its benchmark's register(vocabulary); a module in "
+            "MIXTURE_OR_TASK_MODULE with such a register() provides it).")
   config = getattr(getattr(model, 'module', None), 'config', None)
   rows = getattr(config, 'vocab_size', None)
   if rows is None:
     return
-  from crosstask.tasks import vocabularies
-  vocabs = [('the model\'s input vocabulary', getattr(model, 'input_vocabulary', None)),
-            ('the model\'s output vocabulary', getattr(model, 'output_vocabulary', None))]
-  tasks = getattr(task_or_mixture, 'tasks', None) or (
-      [task_or_mixture] if task_or_mixture is not None else [])
+  vocabs = [("the model's input vocabulary", model_vocabs['inputs']),
+            ("the model's output vocabulary", model_vocabs['targets'])]
   for task in tasks:
     for key, feature in task.output_features.items():
       vocabs.append((f"the vocabulary of task '{task.name}' feature '{key}'",
@@ -94,10 +115,75 @@ def check_vocabulary_fits(model, task_or_mixture=None) -> None:
       vocabularies.embedding_check(int(size), int(rows), what)
 
 
-def check_run_vocabulary(model, cfg: DatasetConfig) -> None:
-  """`check_vocabulary_fits` for the task or mixture a run's DatasetConfig names."""
+def task_for_model(model, cfg: DatasetConfig) -> str:
+  """The registered name of the run's task or mixture for the model's vocabulary.
+
+  Plain names are tokenized with bytes. For another model vocabulary the name is
+  `vocabularies.task_name(name, vocabulary)`, which each module of `cfg.module`
+  that has `register(vocabulary=...)` (every crosstask benchmark) is asked to
+  register. A name already registered with the model's vocabulary is kept.
+  """
+  import importlib
+  import inspect
+  import seqio
+  from crosstask import vocabularies
   import_tasks(cfg.module)
+  name = cfg.mixture_or_task_name
+  vocab = _model_vocabularies(model)['targets'] or _model_vocabularies(model)['inputs']
+  if vocab is None:
+    return name
+  try:
+    wanted = vocabularies.task_name(name, vocab)
+  except ValueError:  # A vocabulary with no name (not bytes, not a model file).
+    return name
+  registered = lambda n: n in seqio.TaskRegistry.names() or n in seqio.MixtureRegistry.names()
+  if registered(wanted):
+    return wanted
+  if registered(name) and all(f.vocabulary == vocab for t in _tasks_of(name)
+                              for f in t.output_features.values()):
+    return name
+  for module in _module_names(cfg.module):
+    register = getattr(importlib.import_module(module), 'register', None)
+    if callable(register) and 'vocabulary' in inspect.signature(register).parameters:
+      register(vocabulary=vocab)
+  return wanted if registered(wanted) else name
+
+
+def _tasks_of(name: str) -> list:
+  task = get_mixture_or_task(name)
+  return list(getattr(task, 'tasks', None) or [task])
+
+
+def check_run_vocabulary(model, cfg: DatasetConfig) -> DatasetConfig:
+  """The run's DatasetConfig naming the task for the model's vocabulary, checked.
+
+  Raises when the task's vocabulary differs from the model's (naming both) or
+  does not fit its embedding table; every job calls this before reading data.
+  """
+  cfg = dataclasses.replace(cfg, mixture_or_task_name=task_for_model(model, cfg))
   check_vocabulary_fits(model, get_mixture_or_task(cfg.mixture_or_task_name))
+  return cfg
+
+
+@gin.configurable(module='utils')
+def epoch_steps(mixture_or_task_name: str = gin.REQUIRED, split: str = gin.REQUIRED,
+                batch_size: int = gin.REQUIRED, epochs: float = 1,
+                module: str | Sequence[str] | None = None) -> int:
+  """Steps for `epochs` passes over a split at `batch_size` (a short last batch counts).
+
+  For configs that count in epochs (CSL's cross-task runs): gin calls this when the
+  job starts, so the split is read by the run, not while the config is parsed. A
+  mixture's split holds every example of each of its tasks.
+  """
+  import_tasks(module)
+  n = 0
+  for task in _tasks_of(mixture_or_task_name):
+    if split not in task.splits:
+      continue
+    ds = task.source.get_dataset(split=split, shuffle=False)
+    count = int(ds.cardinality())
+    n += count if count >= 0 else sum(1 for _ in ds)
+  return max(1, round(epochs * -(-n // batch_size))) if n else 0
 
 
 @gin.configurable(module='utils', allowlist=['packer'])

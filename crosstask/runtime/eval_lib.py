@@ -27,7 +27,7 @@ def evaluate(*,
   partitioner = partitioner or partitioning.Partitioner()
   # The model's 'auto' attention and remat become the platform's choices.
   model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  data.check_run_vocabulary(model, dataset_cfg)
+  dataset_cfg = data.check_run_vocabulary(model, dataset_cfg)
   evaluator = evaluation.Evaluator(dataset_cfg, output_dir, progress.writer(output_dir),
                                    num_examples=num_examples)
   gin_utils.summarize_gin_config(output_dir)

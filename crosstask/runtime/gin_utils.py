@@ -24,7 +24,7 @@ CONFIGURABLE_MODULES = (
     'crosstask.runtime.checkpoints', 'crosstask.runtime.data', 'crosstask.runtime.trainer',
     'crosstask.runtime.platform',
     'crosstask.models.model', 'crosstask.models.network', 'crosstask.models.config',
-    'crosstask.models', 'crosstask.tasks.vocabularies')
+    'crosstask.models', 'crosstask.vocabularies')
 
 
 USAGE = """Runs {what} configured by gin, as T5X does:

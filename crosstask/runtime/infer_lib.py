@@ -40,10 +40,9 @@ def infer(*,
   partitioner = partitioner or partitioning.Partitioner()
   # The model's 'auto' attention and remat become the platform's choices.
   model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  data.import_tasks(dataset_cfg.module)
+  dataset_cfg = data.check_run_vocabulary(model, dataset_cfg)
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
-  data.check_vocabulary_fits(model, mixture)
   abstract_params, runner = restoring.inference_runner(
       model, partitioner, dataset_cfg, prompt_with_targets=prompt_with_targets,
       num_decodes=num_decodes)

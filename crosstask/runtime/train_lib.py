@@ -75,7 +75,12 @@ def train(*,
   """
   model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
-  data.check_run_vocabulary(model, train_dataset_cfg)
+  # Each config then names the task registered for the model's vocabulary.
+  train_dataset_cfg = data.check_run_vocabulary(model, train_dataset_cfg)
+  if train_eval_dataset_cfg is not None:
+    train_eval_dataset_cfg = data.check_run_vocabulary(model, train_eval_dataset_cfg)
+  if infer_eval_dataset_cfg is not None:
+    infer_eval_dataset_cfg = data.check_run_vocabulary(model, infer_eval_dataset_cfg)
   with faults.ModelDirLock(model_dir), faults.PreemptionWatcher() as preemption:
     return _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
                   checkpoint_cfg or checkpoints.SaveCheckpointConfig(), restore_checkpoint_cfg,

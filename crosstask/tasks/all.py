@@ -5,3 +5,8 @@ import importlib
 from crosstask.tasks import BENCHMARKS
 
 IMPORTED = tuple(importlib.import_module(f"crosstask.tasks.{name}") for name in BENCHMARKS)
+
+
+def register(vocabulary=None) -> list[str]:
+  """Every benchmark's tasks and mixtures for `vocabulary` (None: the plain names)."""
+  return [name for module in IMPORTED for name in module.register(vocabulary)]

@@ -2,6 +2,7 @@
 
 import functools
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -10,8 +11,8 @@ import sentencepiece as spm
 import seqio
 import tensorflow as tf
 
+from crosstask import vocabularies
 from crosstask.tasks import train_vocab
-from crosstask.tasks import vocabularies
 
 ZH = [
     "深度学习在图像识别中的应用研究", "基于卷积神经网络的遥感影像分类方法",
@@ -123,27 +124,34 @@ def test_train_from_text_file_as_subprocess(tmp_path):
   assert "Traceback" not in missing.stderr
 
 
-def test_task_vocabulary_follows_its_gin_binding(tmp_path):
+def test_vocabularies_are_named_objects_that_gin_does_not_change(tmp_path):
   import gin  # pylint: disable=g-import-not-at-top
-  assert isinstance(vocabularies.task_vocabulary(), seqio.ByteVocabulary)
-  assert vocabularies.task_vocabulary("byte").encode("中") == [228 + 3, 184 + 3, 173 + 3]
+  assert isinstance(vocabularies.get(), seqio.ByteVocabulary)
+  assert vocabularies.get("byte").encode("中") == [228 + 3, 184 + 3, 173 + 3]
+  assert vocabularies.get(None) is vocabularies.get("bytes")
   with pytest.raises(FileNotFoundError, match="nope.model"):
-    vocabularies.task_vocabulary(tmp_path / "nope.model")
-  deferred = vocabularies.deferred_vocabulary()
+    vocabularies.get(tmp_path / "nope.model")
   path = train_vocab.train(ZH * 3 + EN * 3, str(tmp_path / "sp"), vocab_size=450)
+  sp = vocabularies.get(path)
+  assert sp is vocabularies.get(pathlib.Path(path)) and sp.vocab_size == 450
+  assert vocabularies.task_name("csl_zh_abstract_to_title", sp) == "csl_zh_abstract_to_title.sp"
+  assert vocabularies.task_name("csl_zh_abstract_to_title.sp", vocabularies.get()) == (
+      "csl_zh_abstract_to_title")
+  # The model's gin binding gives the same object, and binding it changes no vocabulary.
+  before = vocabularies.get()
   with gin.unlock_config():
-    gin.bind_parameter("vocabularies.task_vocabulary.path", path)
+    gin.bind_parameter("vocabularies.model_vocabulary.path", path)
   try:
-    assert isinstance(vocabularies.task_vocabulary(), seqio.SentencePieceVocabulary)
-    assert deferred.vocab_size == 450 and deferred.encode("学") == vocabularies.task_vocabulary().encode("学")
+    assert vocabularies.model_vocabulary() is sp
+    assert vocabularies.get() is before and before.vocab_size == 259
   finally:
     gin.clear_config()
-  assert deferred.vocab_size == 259 and deferred == vocabularies.deferred_vocabulary()
+  assert vocabularies.model_vocabulary() is before
 
 
 def test_real_chinese_sentencepiece_round_trip(official_data):
   path = official_data / "vocab/sentencepiece_cn.model"
-  vocab = vocabularies.task_vocabulary(path)
+  vocab = vocabularies.get(path)
   assert isinstance(vocab, seqio.SentencePieceVocabulary)
   assert (vocab.pad_id, vocab.eos_id, vocab.unk_id) == (0, 1, 2)
   assert vocab.vocab_size == 32596

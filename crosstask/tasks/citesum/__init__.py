@@ -12,9 +12,22 @@ Importing this package registers them (see `tasks` for the names):
 Registration reads no data: sources open their files only when a dataset is built.
 """
 
+from crosstask.tasks.common import factory as _factory
 from crosstask.tasks.citesum import tasks as _tasks
 from crosstask.tasks.citesum.schema import SCHEMA
 from crosstask.tasks.common import registry as _registry
 
-register = _tasks.register
+
+def register(vocabulary=None) -> list[str]:
+  """Registers this benchmark's tasks and mixtures (no data read); returns the names.
+
+  Those are CiteSum's and the transfer sets' tasks and mixtures.
+
+  `vocabulary` None (or bytes) gives the plain names; another vocabulary registers the
+  same tasks and mixtures as `<name>.<vocabulary>` (`crosstask.vocabularies.task_name`),
+  as the runtime asks when a run's model vocabulary is not bytes.
+  """
+  return _factory.register_for_vocabulary(_tasks.register(), vocabulary)
+
+
 TASKS, MIXTURES = _registry.by_kind(register())

@@ -31,7 +31,7 @@ import seqio
 
 from crosstask.metrics import multi_rouge
 from crosstask.metrics import summary_rouge
-from crosstask.tasks import vocabularies
+from crosstask import vocabularies
 from crosstask.tasks.citesum import fewshot
 from crosstask.tasks.citesum import readers
 from crosstask.tasks.citesum import ref
@@ -97,13 +97,16 @@ def register_citesum() -> list[str]:
       _citesum_task("citesum_abstract_to_discipline_dedup", ["abstract"], "discipline",
                     need=["discipline"], dedupe=True),
   ]
-  names.append(factory.register_mixture(
-      "citesum_tldr_title", ["citesum_abstract_to_tldr", "citesum_abstract_to_title"]))
-  names.append(factory.register_mixture(
-      "citesum_tldr_title_discipline",
-      ["citesum_abstract_to_tldr", "citesum_abstract_to_title",
-       "citesum_abstract_to_discipline"]))
+  names += [factory.register_mixture(m, tasks) for m, tasks in MIXTURE_TASKS.items()]
   return names
+
+
+MIXTURE_TASKS = {  # equal rates; scored on TLDR
+    "citesum_tldr_title": ["citesum_abstract_to_tldr", "citesum_abstract_to_title"],
+    "citesum_tldr_title_discipline": ["citesum_abstract_to_tldr", "citesum_abstract_to_title",
+                                      "citesum_abstract_to_discipline"],
+}
+MIXTURES = tuple(MIXTURE_TASKS)
 
 
 # ------------------------------------------------------------------------------ postprocessing
@@ -176,7 +179,7 @@ def _prompt_task(name: str, prompt: str, mode: str) -> None:
   """
   if name in seqio.TaskRegistry.names():
     return
-  vocab = vocabularies.deferred_vocabulary()
+  vocab = vocabularies.get(vocabularies.BYTES)
 
   def to_example(record):
     return {**_scitldr_example(record), "targets": _decoder_prompt(record, prompt)}
@@ -288,7 +291,7 @@ def _tfds_layout(prompt_and_label: str, target_key: str):
 
 def register_tfds() -> list[str]:
   names = []
-  vocab = vocabularies.deferred_vocabulary()
+  vocab = vocabularies.get(vocabularies.BYTES)
   for dataset, tfds_name in TFDS_NAMES.items():
     target = _NEWS[dataset][1]
     for source_output in (None, "tldr", "title"):

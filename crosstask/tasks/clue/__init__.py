@@ -11,10 +11,24 @@
 Registration reads no data: sources open their files only when a dataset is built.
 """
 
+from crosstask.tasks.common import factory as _factory
 from crosstask.tasks.clue import tasks as _tasks
 from crosstask.tasks.common import registry as _registry
 
 # Each task kind has its own fields: {kind: Schema}.
 SCHEMA = {kind: schema for kind, (schema, _, _) in _tasks.LAYOUTS.items()}
-register = _tasks.register
+
+
+def register(vocabulary=None) -> list[str]:
+  """Registers this benchmark's tasks and mixtures (no data read); returns the names.
+
+  Those are the CLUE and FewCLUE tasks and mixtures.
+
+  `vocabulary` None (or bytes) gives the plain names; another vocabulary registers the
+  same tasks and mixtures as `<name>.<vocabulary>` (`crosstask.vocabularies.task_name`),
+  as the runtime asks when a run's model vocabulary is not bytes.
+  """
+  return _factory.register_for_vocabulary(_tasks.register(), vocabulary)
+
+
 TASKS, MIXTURES = _registry.by_kind(register())

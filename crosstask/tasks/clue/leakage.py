@@ -24,6 +24,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
+from crosstask import vocabularies
+
 # FewCLUE task -> prefixes of the task names whose data it was carved from.
 SOURCES = {
     "tnews": ("clue_tnews",), "iflytek": ("clue_iflytek",), "ocnli": ("clue_ocnli",),
@@ -74,7 +76,8 @@ def task_names(mixture_or_tasks: str | Sequence[str]) -> list[str]:
     except ImportError:
       mixture = None
     out += [t.name for t in mixture.tasks] if mixture is not None else [name]
-  return out
+  # A task registered for another vocabulary reads the same data as its plain name.
+  return [vocabularies.base_task_name(n) for n in out]
 
 
 def check_run(train: str | Sequence[str], report: str | Sequence[str],

@@ -23,6 +23,7 @@ import pathlib
 import re
 from collections.abc import Sequence
 
+from crosstask import vocabularies
 from crosstask.metrics import cmrc
 from crosstask.tasks.clue import examples as E
 from crosstask.tasks.clue import labels as L
@@ -41,8 +42,8 @@ _TASK_NAME = re.compile(r"^(clue|fewclue)_([a-z0-9]+?)(?:_k(\d|all))?(_rank)?$")
 
 
 def parse_task_name(name: str) -> tuple[str, str, str | None, bool]:
-  """`fewclue_eprstmt_k0_rank` -> ('fewclue', 'eprstmt', '0', True)."""
-  match = _TASK_NAME.match(name)
+  """`fewclue_eprstmt_k0_rank` (or its `.<vocabulary>` twin) -> ('fewclue', 'eprstmt', '0', True)."""
+  match = _TASK_NAME.match(vocabularies.base_task_name(name))
   if not match or match.group(2) not in RD.TASKS[match.group(1)]:
     raise ValueError(f"{name!r} is not a CLUE/FewCLUE task name (clue_<task>, "
                      "fewclue_<task>[_k<0-4|all>][_rank])")

@@ -296,12 +296,16 @@ def register() -> list[str]:
     for k in (None,) + KS:
       names.append(clue_task(RD.FEWCLUE, task, k).name)
       names.append(clue_task(RD.FEWCLUE, task, k, rank=True).name)
-  names.append(register_mixture("clue_classification", [f"clue_{t}" for t in CLASSIFICATION]))
-  names.append(register_mixture("clue_mrc", [f"clue_{t}" for t in MRC]))
-  names.append(register_mixture("clue_all", [f"clue_{t}" for t in CLASSIFICATION + MRC]))
+  return names + register_mixtures()
+
+
+def register_mixtures() -> list[str]:
+  """Registers the CLUE boards and the FewCLUE k-split mixtures; returns their names."""
+  names = [register_mixture("clue_classification", [f"clue_{t}" for t in CLASSIFICATION]),
+           register_mixture("clue_mrc", [f"clue_{t}" for t in MRC]),
+           register_mixture("clue_all", [f"clue_{t}" for t in CLASSIFICATION + MRC])]
   for k in KS:
     for rank in (False, True):
-      names.append(register_mixture(
-          f"fewclue_k{k}" + ("_rank" if rank else ""),
-          [task_name(RD.FEWCLUE, t, k, rank) for t in RD.FEWCLUE_TASKS]))
+      names.append(register_mixture(f"fewclue_k{k}" + ("_rank" if rank else ""),
+                                    [task_name(RD.FEWCLUE, t, k, rank) for t in RD.FEWCLUE_TASKS]))
   return names

@@ -4,13 +4,13 @@
   schema    a benchmark's fields: labels per language, list separators, label sets, metrics
   layout    arrow prompts, multi-field layout and lenient parsing (the one implementation)
   sources   records -> a SeqIO source (from_tensor_slices, so iterators checkpoint)
-  factory   `arrow_task`: schema + reader -> a registered seqio.Task with per-field metrics
+  factory   `arrow_task`: schema + reader -> a registered seqio.Task with per-field metrics;
+            `register_for_vocabulary`: the same tasks for another vocabulary
   rank      rank classification: (question, option) examples, their postprocessor and metric
   label_sets  label sets several benchmarks share (the 67 disciplines of CSL and CSLDCP)
   sampling  seeded episodes and k-shot sets (numpy on indices)
   report    markdown tables beside a paper's numbers, and curves
   testing   assertions every benchmark's tests call (like seqio.test_utils)
-  deferred  the task vocabulary, resolved from its gin binding at each use
 
 `readers`, `schema`, `layout`, `rank`, `label_sets`, `sampling` and `report` import no
 TensorFlow or SeqIO.

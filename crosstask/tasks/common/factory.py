@@ -1,5 +1,10 @@
 """`arrow_task`: a schema, a reader and a field choice make a registered seqio.Task.
 
+Each task holds one concrete vocabulary (bytes unless given). The same tasks and
+mixtures for another vocabulary are registered on demand under names that carry it
+(`register_for_vocabulary`, `vocabularies.task_name`), so a registered name always
+tokenizes the same way.
+
 The task's source lays records out with `layout.example` (prompt + labelled
 inputs -> target fields), its postprocessor parses text back into fields
 leniently, and its metric scores each output field with the field's own
@@ -8,12 +13,13 @@ leniently, and its metric scores each output field with the field's own
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
 import seqio
 
-from crosstask.tasks import vocabularies
+from crosstask import vocabularies
 from crosstask.tasks.common import layout
 from crosstask.tasks.common import prompts as prompt_variants
 from crosstask.tasks.common import sources
@@ -62,7 +68,8 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
   """The task `inputs -> outputs` over `schema` records; registered unless told not to.
 
   Registering a name that is already registered returns the registered task.
-  `vocabulary=None` means the gin-bound task vocabulary (see `vocabularies`).
+  `vocabulary=None` means bytes, the vocabulary of every plain task name; the same
+  task for another vocabulary comes from `register_for_vocabulary`.
   `prompt` replaces the arrow prompt in front of the labelled inputs.
   """
   if register and name in seqio.TaskRegistry.names():
@@ -83,7 +90,7 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
   if metric_fns is None:
     has_metric = any(schema[f].metric_fn is not None for f in outputs)
     metric_fns = [field_metrics(schema, outputs)] if has_metric else []
-  vocab = vocabulary if vocabulary is not None else vocabularies.deferred_vocabulary()
+  vocab = vocabulary if vocabulary is not None else vocabularies.get(vocabularies.BYTES)
   task = seqio.Task(
       name,
       source=sources.records_source(read_split, splits, to_example=to_example,
@@ -120,3 +127,33 @@ def register_mixture(name: str, tasks: Sequence[str], default_rate: float = 1.0)
   if name not in seqio.MixtureRegistry.names():
     seqio.MixtureRegistry.add(name, list(tasks), default_rate=default_rate)
   return name
+
+
+def _variant(name: str, vocabulary: seqio.Vocabulary) -> str:
+  """Registers `name` (a task or mixture) for `vocabulary` unless it is; returns the name."""
+  new = vocabularies.task_name(name, vocabulary)
+  if new in seqio.TaskRegistry.names() or new in seqio.MixtureRegistry.names():
+    return new
+  if name in seqio.MixtureRegistry.names():
+    mixture = seqio.MixtureRegistry.get(name)
+    seqio.MixtureRegistry.add(new, [(_variant(child, vocabulary), rate)
+                                    for child, rate in mixture.rate_per_task_name.items()])
+    return new
+  task = seqio.TaskRegistry.get(name)
+  features = {k: dataclasses.replace(f, vocabulary=vocabulary)
+              for k, f in task.output_features.items()}
+  seqio.TaskRegistry.add_provider(new, task.replace(name=new, output_features=features))
+  return new
+
+
+def register_for_vocabulary(names: Sequence[str], vocabulary: seqio.Vocabulary | None
+                            ) -> list[str]:
+  """The registered tasks and mixtures `names`, registered again for `vocabulary`.
+
+  Each copy is the task with only its features' vocabulary changed, named
+  `vocabularies.task_name(name, vocabulary)`; bytes (or None) keeps the plain names.
+  Idempotent; returns the names in the order given.
+  """
+  if vocabulary is None or vocabularies.is_bytes(vocabulary):
+    return [vocabularies.base_task_name(n) for n in names]
+  return [_variant(vocabularies.base_task_name(n), vocabulary) for n in names]

@@ -11,17 +11,26 @@
 Registration reads no data: sources open their files only when a dataset is built.
 """
 
+from crosstask.tasks.common import factory as _factory
 from crosstask.tasks.common import registry as _registry
 from crosstask.tasks.csl import scenarios as _scenarios
 from crosstask.tasks.csl import tasks as _tasks
 from crosstask.tasks.csl.schema import SCHEMA
 
 
-def register() -> list[str]:
-  """Registers the 360 tasks, three prompt-variant sets and the mixtures; returns the names."""
+def register(vocabulary=None) -> list[str]:
+  """Registers this benchmark's tasks and mixtures (no data read); returns the names.
+
+  Those are the 360 tasks, three prompt-variant sets and the partitions' mixtures.
+
+  `vocabulary` None (or bytes) gives the plain names; another vocabulary registers the
+  same tasks and mixtures as `<name>.<vocabulary>` (`crosstask.vocabularies.task_name`),
+  as the runtime asks when a run's model vocabulary is not bytes.
+  """
   prompt_tasks, prompt_mixtures = _tasks.register_prompt_variants()
-  return (_tasks.register() + prompt_tasks + _scenarios.register_mixtures()
-          + prompt_mixtures)
+  names = (_tasks.register() + prompt_tasks + _scenarios.register_mixtures()
+           + prompt_mixtures)
+  return _factory.register_for_vocabulary(names, vocabulary)
 
 
 TASKS, MIXTURES = _registry.by_kind(register())

@@ -1,4 +1,4 @@
-"""The CSL paper's cross-task scenarios (Table 3) as SeqIO mixtures, and their gin names.
+"""The CSL paper's cross-task scenarios (Table 3) as SeqIO mixtures, and their names.
 
 Seven partitions of arrow tasks into meta tasks and one few-shot task:
 
@@ -23,8 +23,6 @@ model selection on `s<seed>_validation`, reporting on `s<seed>_test`.
 """
 
 from __future__ import annotations
-
-import gin
 
 from crosstask.tasks.common import factory
 from crosstask.tasks.csl import sampling
@@ -75,20 +73,20 @@ def register_mixtures() -> list[str]:
   return names
 
 
-# ------------------------------------------------------------------ gin helpers
+# ------------------------------------------------------------------ names for gin
 # Gin cannot format strings, so `csl/xtask_*.gin` take PARTITION / EPISODE_SEED /
-# SHOTS as macros and call these for the mixture and split names.
+# SHOTS as macros and call these plain functions (gin's dynamic registration) for
+# the mixture and split names. How many steps an epoch takes is counted by the
+# runtime when the run starts (`utils.epoch_steps`), not here.
 
 
-@gin.configurable(module="csl")
-def xtask_mixture(partition: str = gin.REQUIRED, kind: str = "meta", lang: str = "zh") -> str:
+def xtask_mixture(partition: str, kind: str = "meta", lang: str = "zh") -> str:
   """'csl_zh_xtask_2_1_meta' for partition '2-1', kind 'meta' (or 'few')."""
   if kind not in ("meta", "few"):
     raise ValueError(f"kind must be 'meta' or 'few', got {kind!r}")
   return mixture_name(partition, kind, lang)
 
 
-@gin.configurable(module="csl")
 def episode_split(seed: int = 0, kind: str = "meta", shots: int | None = None) -> str:
   """Episode split names: s<seed>_meta, s<seed>_k<shots> (kind 'shots'), s<seed>_validation, ..."""
   if kind == "shots":
@@ -98,21 +96,8 @@ def episode_split(seed: int = 0, kind: str = "meta", shots: int | None = None) -
   return sampling.episode_split_name(seed, kind)
 
 
-@gin.configurable(module="csl")
-def split_size(partition: str = gin.REQUIRED, kind: str = "meta", split: str = gin.REQUIRED,
-               lang: str = "zh") -> int:
+def split_size(partition: str, kind: str, split: str) -> int:
   """Examples in `split` over the partition's meta or few-shot tasks (reads the episode pool)."""
   meta, few = TABLE_3[check_partition(partition)]
-  total = 0
-  for inputs, outputs in (meta if kind == "meta" else [few]):
-    total += len(csl_tasks.read_split(split, inputs=inputs, outputs=outputs))
-  del lang  # zh and en prompts share their episodes
-  return total
-
-
-@gin.configurable(module="csl")
-def epoch_steps(partition: str = gin.REQUIRED, kind: str = "meta", split: str = gin.REQUIRED,
-                batch_size: int = gin.REQUIRED, epochs: float = 1) -> int:
-  """Steps for `epochs` passes over the split at `batch_size` (a short last batch counts)."""
-  n = split_size(partition, kind, split)
-  return max(1, round(epochs * -(-n // batch_size))) if n else 0
+  return sum(len(csl_tasks.read_split(split, inputs=inputs, outputs=outputs))
+             for inputs, outputs in (meta if kind == "meta" else [few]))

@@ -24,6 +24,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
+from crosstask import vocabularies
 from crosstask.tasks.lot import corpus
 from crosstask.tasks.lot import pretraining
 
@@ -82,15 +83,10 @@ def pretrain_bleu(targets: Sequence[dict], predictions: Sequence[str]) -> dict[s
   return {k: 100.0 * v for k, v in scores.items()}
 
 
-def _vocabulary():
-  from crosstask.tasks import vocabularies  # pylint: disable=g-import-not-at-top
-  return vocabularies.deferred_vocabulary()
-
-
 def _task(name: str, objective) -> seqio.Task:
   if name in seqio.TaskRegistry.names():
     return seqio.TaskRegistry.get(name)
-  vocab = _vocabulary()
+  vocab = vocabularies.get(vocabularies.BYTES)  # other vocabularies: register(vocabulary)
   task = seqio.Task(
       name,
       source=seqio.FunctionDataSource(_dataset_fn, splits=SPLITS),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from crosstask import vocabularies
 from crosstask.metrics import lot as lot_metrics
 from crosstask import records
 
@@ -30,7 +31,8 @@ PAPER_TABLE9 = {
 
 def latest_metrics(eval_dir: str | os.PathLike) -> dict[str, dict[str, float]]:
   """task -> metrics of the latest step in `<eval_dir>/metrics.jsonl`."""
-  return {task: dict(r.metrics) for task, r in records.latest(records.read(eval_dir)).items()}
+  return {vocabularies.base_task_name(task): dict(r.metrics)  # one row per task, any vocabulary
+          for task, r in records.latest(records.read(eval_dir)).items()}
 
 
 def table9_row(metrics: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

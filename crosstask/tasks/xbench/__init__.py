@@ -9,6 +9,7 @@ Importing registers the source benchmarks' tasks (they are the members) and the
 `xbench_*` tasks and mixtures; registration reads no data.
 """
 
+from crosstask.tasks.common import factory as _factory
 from crosstask.tasks.common import registry as _registry
 from crosstask.tasks.xbench import tasks as _tasks
 
@@ -16,10 +17,14 @@ from crosstask.tasks.xbench import tasks as _tasks
 SCHEMA: dict = {}
 
 
-def register() -> list[str]:
-  """Registers every scenario's tasks and mixtures (idempotent); returns their names."""
+def register(vocabulary=None) -> list[str]:
+  """Registers every scenario's tasks and mixtures (idempotent); returns their names.
+
+  For another vocabulary than bytes, the same as `<name>.<vocabulary>` (see
+  `crosstask.tasks.common.factory.register_for_vocabulary`).
+  """
   tasks, mixtures = _tasks.register_all()
-  return list(tasks) + list(mixtures)
+  return _factory.register_for_vocabulary(list(tasks) + list(mixtures), vocabulary)
 
 
 TASKS, MIXTURES = _registry.by_kind(register())

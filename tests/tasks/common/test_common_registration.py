@@ -18,13 +18,13 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_import_registers_nothing_and_gin_parsing_imports_no_tensorflow():
-  code = ("import crosstask.tasks, crosstask.tasks.vocabularies\n" + NO_TF
+  code = ("import crosstask.tasks, crosstask.vocabularies\n" + NO_TF
           + "import gin\nfrom crosstask.runtime import gin_utils\n"
           "gin_utils.import_configurables()\n"
           "for p in gin_utils.DEFAULT_SEARCH_PATHS: gin.add_config_file_search_path(p)\n"
           "for f in ('t5_1_1/base.gin', 'longlm/base.gin', 'mt5/small.gin'):\n"
           "  gin.parse_config_file(f)\n" + NO_TF
-          + "print(gin.query_parameter('vocabularies.task_vocabulary.path'))\n")
+          + "print(gin.query_parameter('vocabularies.model_vocabulary.path'))\n")
   res = _python(code)
   assert res.returncode == 0, res.stderr[-3000:]
   assert res.stdout.strip().endswith("%VOCABULARY_PATH")
@@ -93,3 +93,95 @@ def test_run_refuses_a_vocabulary_larger_than_the_embeddings(tmp_path, clean_gin
                                        rf"has only {rows} rows"):
     train_lib.train()
   assert not list((tmp_path / "m").glob("checkpoint_*"))
+
+
+# ------------------------------------------------------------ explicit vocabularies
+
+
+@pytest.fixture(scope="module")
+def sample_sp(tmp_path_factory):
+  """A small SentencePiece model trained on the bundled CSL sample's abstracts and titles."""
+  from crosstask import paths  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks import train_vocab  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    texts = [r[f] for r in readers.read_records("train") for f in ("title", "abstract")]
+  return train_vocab.train(texts, str(tmp_path_factory.mktemp("sp") / "csl_sample"),
+                           vocab_size=2400)
+
+
+def test_a_registered_task_keeps_its_vocabulary_whatever_gin_parses(clean_gin, sample_sp):
+  import seqio  # pylint: disable=g-import-not-at-top
+  from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks import csl  # pylint: disable=g-import-not-at-top
+  name, lengths = "csl_zh_abstract_to_title", {"inputs": 512, "targets": 64}
+  task = seqio.get_mixture_or_task(name)
+  before = next(task.get_dataset(lengths, split="validation", shuffle=False).as_numpy_iterator())
+  gin_utils.parse(["t5_1_1/tiny.gin", "csl/finetune_abstract_to_title.gin"],
+                  ["MODEL_DIR='/tmp/unused'", f"VOCABULARY_PATH={sample_sp!r}"])
+  assert seqio.get_mixture_or_task(name) is task
+  assert task.output_features["inputs"].vocabulary is vocabularies.get("bytes")
+  after = next(task.get_dataset(lengths, split="validation", shuffle=False).as_numpy_iterator())
+  assert after["inputs"].tolist() == before["inputs"].tolist()
+
+  # The same task for the SentencePiece model is another name, registered on demand.
+  sp = vocabularies.get(sample_sp)
+  assert vocabularies.task_name(name, sp) in csl.register(sp)
+  sp_task = seqio.get_mixture_or_task(f"{name}.csl_sample")
+  assert all(f.vocabulary is sp for f in sp_task.output_features.values())
+  ex = next(sp_task.get_dataset(lengths, split="validation", shuffle=False).as_numpy_iterator())
+  assert ex["inputs_pretokenized"] == before["inputs_pretokenized"]
+  assert len(ex["inputs"]) < len(before["inputs"]) / 2  # pieces, not 3 bytes a character
+  mixture = seqio.get_mixture_or_task("csl_zh_xtask_2_1_meta.csl_sample")
+  assert sorted(t.name for t in mixture.tasks) == sorted(
+      f"{t.name}.csl_sample" for t in seqio.get_mixture_or_task("csl_zh_xtask_2_1_meta").tasks)
+
+
+def _model(vocabulary, rows: int):
+  from crosstask.models import config as config_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.models import model as model_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.models import network  # pylint: disable=g-import-not-at-top
+  cfg = config_lib.TransformerConfig(vocab_size=rows, d_model=8, d_ff=8, num_heads=1, d_kv=8,
+                                     num_encoder_layers=1, num_decoder_layers=1)
+  return model_lib.EncoderDecoderModel(network.Transformer(cfg), vocabulary, vocabulary)
+
+
+def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
+  from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
+  sp = vocabularies.get(sample_sp)
+  run = lambda name, module: data.DatasetConfig(name, {"inputs": 8, "targets": 8}, "train", 8,
+                                                False, 0, module=module)
+  for name in ("csl_zh_abstract_to_title", "csl_zh_xtask_2_1_meta"):
+    cfg = data.check_run_vocabulary(_model(sp, 2432), run(name, "crosstask.tasks.csl"))
+    assert cfg.mixture_or_task_name == f"{name}.csl_sample"
+    cfg = data.check_run_vocabulary(_model(vocabularies.get(), 384),
+                                    run(name, "crosstask.tasks.csl"))
+    assert cfg.mixture_or_task_name == name
+  # A module without register(vocabulary) cannot provide its task for the model's
+  # vocabulary: the run is refused, naming both vocabularies.
+  import runtime_helpers  # pylint: disable=g-import-not-at-top,unused-import
+  with pytest.raises(ValueError, match=r"Task 'runtime_copy' feature 'inputs' is tokenized with "
+                                       r"bytes \(259 ids\), but the model's input vocabulary is "
+                                       r"SentencePiece .*csl_sample\.model \(2400 ids\)"):
+    data.check_run_vocabulary(_model(sp, 2432), run("runtime_copy", "runtime_helpers"))
+
+
+def test_every_benchmark_imports_under_a_locked_gin_config():
+  """Task modules register no gin configurables, so a finalized config needs no unlocking."""
+  res = _python(
+      "import gin\nfrom crosstask.runtime import gin_utils\n"
+      "gin_utils.parse(['t5_1_1/tiny.gin', 'runs/finetune.gin'], [\"MODEL_DIR='/tmp/x'\", "
+      "\"MIXTURE_OR_TASK_NAME='x'\", \"TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}\", "
+      "'TRAIN_STEPS=1'])\n"
+      "assert gin.config_is_locked()\n"
+      "def refuse(*a, **k): raise AssertionError('gin.unlock_config() called')\n"
+      "gin.unlock_config = refuse\n"
+      "from crosstask.runtime import data\n"
+      "from crosstask.tasks import BENCHMARKS\n"
+      "data.import_tasks([f'crosstask.tasks.{b}' for b in BENCHMARKS] + ['crosstask.tasks.all'])\n"
+      "import crosstask.tasks.all as everything\n"
+      "assert everything.IMPORTED == list(BENCHMARKS) and gin.config_is_locked()\n"
+      "print('ok')\n")
+  assert res.returncode == 0, res.stderr[-3000:]
+  assert res.stdout.strip().endswith("ok")

@@ -15,9 +15,9 @@ def clean_gin():
   gin.clear_config()
 
 
-def _scoped(scope, fn):
-  with gin.config_scope(scope):
-    return fn()
+def _evaluate(macro):
+  """What gin passes for `macro` when the run starts (its reference, called)."""
+  return gin.query_parameter(f"%{macro}").scoped_configurable_fn()
 
 
 @pytest.mark.parametrize("gin_file, bindings, stage, batch, train_split", [
@@ -35,11 +35,12 @@ def test_xtask_configs_follow_appendix_b(clean_gin, official_data, gin_file, bin
   assert gin.query_parameter("%EPOCHS") == 15
   assert gin.query_parameter("%MIXTURE_OR_TASK_MODULE") == "crosstask.tasks.csl"
   assert gin.query_parameter("%CHECKPOINTS_TO_KEEP") is None  # every epoch kept
-  assert _scoped("train_split", scenarios.episode_split) == train_split
-  assert _scoped("eval_split", scenarios.episode_split) == train_split.split("_")[0] + "_validation"
+  assert _evaluate("TRAIN_SPLIT") == train_split
+  assert _evaluate("EVAL_SPLIT") == train_split.split("_")[0] + "_validation"
   partition = bindings[0].split("'")[1]
+  assert _evaluate("MIXTURE_OR_TASK_NAME") == scenarios.mixture_name(partition, stage)
+  # Steps are counted from the episode by the runtime when the run starts.
   per_epoch = -(-scenarios.split_size(partition, stage, train_split) // batch)
-  assert _scoped("one_epoch", scenarios.epoch_steps) == per_epoch
-  assert _scoped("train_steps", scenarios.epoch_steps) == 15 * per_epoch
-  assert _scoped("warmup", scenarios.epoch_steps) == round(1.5 * per_epoch)
-  assert scenarios.xtask_mixture() == scenarios.mixture_name(partition, stage)
+  assert _evaluate("EVAL_PERIOD") == per_epoch
+  assert _evaluate("TRAIN_STEPS") == 15 * per_epoch
+  assert _evaluate("WARMUP_STEPS") == round(1.5 * per_epoch)

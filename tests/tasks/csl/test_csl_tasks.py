@@ -133,12 +133,16 @@ def test_scenario_mixtures_hold_table_3():
 
 
 def test_epoch_steps_count_the_episode(official_data):
+  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
   del official_data
   assert scenarios.split_size("2-1", "meta", "s0_meta") == 300
-  assert scenarios.epoch_steps("2-1", "meta", "s0_meta", batch_size=32, epochs=15) == 15 * 10
+  meta = scenarios.mixture_name("2-1", "meta")
+  assert data.epoch_steps(meta, "s0_meta", batch_size=32, epochs=15) == 15 * 10
   few = scenarios.split_size("2-1", "few", "s0_k1")  # one per category present in the pool
   assert 10 <= few <= 13
-  assert scenarios.epoch_steps("2-1", "few", "s0_k1", batch_size=1, epochs=15) == 15 * few
+  few_mixture = scenarios.mixture_name("2-1", "few")
+  assert data.epoch_steps(few_mixture, "s0_k1", batch_size=1, epochs=15) == 15 * few
+  assert data.epoch_steps(few_mixture, "s0_k0", batch_size=1, epochs=15) == 0  # k=0 trains none
 
 
 def test_field_constants():

@@ -2,12 +2,12 @@
 
 import math
 
-import gin
 import numpy as np
 import pytest
 import seqio
 
 from crosstask import paths
+from crosstask import vocabularies
 import crosstask.tasks.lot  # pylint: disable=unused-import  # registers the tasks
 from crosstask.tasks.lot import corpus
 from crosstask.tasks.lot import pretrain_tasks as PT
@@ -15,12 +15,11 @@ from crosstask.tasks.lot import pretrain_tasks as PT
 
 @pytest.fixture
 def cn_vocab(official_data):
-  gin.clear_config()
-  gin.bind_parameter("vocabularies.task_vocabulary.path",
-                     str(official_data / "vocab" / "sentencepiece_cn.model"))
+  """The pretraining tasks' names for the Chinese SentencePiece model, registered on demand."""
+  vocab = vocabularies.get(official_data / "vocab" / "sentencepiece_cn.model")
+  crosstask.tasks.lot.register(vocab)
   with paths.use_data_dir(official_data):
-    yield
-  gin.clear_config()
+    yield lambda name: vocabularies.task_name(name, vocab)
 
 
 def test_demo_corpus_keeps_nlpcc_stories_out(official_data):
@@ -33,7 +32,7 @@ def test_demo_corpus_keeps_nlpcc_stories_out(official_data):
 
 
 def test_infilling_examples_start_with_extra_id_1_and_end_with_eos(cn_vocab):
-  task = seqio.get_mixture_or_task(PT.INFILL_TASK)
+  task = seqio.get_mixture_or_task(cn_vocab(PT.INFILL_TASK))
   ds = task.get_dataset({"inputs": 128, "targets": 128}, split="validation", shuffle=False)
   ex = next(ds.as_numpy_iterator())
   vocab = task.output_features["targets"].vocabulary
@@ -46,7 +45,7 @@ def test_infilling_examples_start_with_extra_id_1_and_end_with_eos(cn_vocab):
 
 
 def test_continuation_examples(cn_vocab):
-  task = seqio.get_mixture_or_task(PT.CONTINUATION_TASK)
+  task = seqio.get_mixture_or_task(cn_vocab(PT.CONTINUATION_TASK))
   ds = task.get_dataset({"inputs": 128, "targets": 128}, split="validation", shuffle=False)
   ex = next(ds.as_numpy_iterator())
   assert ex["inputs"][-2:].tolist() == [32594, 1] and ex["targets"][0] == 32594
@@ -68,18 +67,19 @@ def test_mixture_rates_and_table9_metrics():
 
 def test_seqio_evaluator_reports_table9_metrics(cn_vocab):
   """Perplexity comes from the scores, BLEU from the predictions (here: the targets)."""
+  infill = cn_vocab(PT.INFILL_TASK)
   evaluator = seqio.Evaluator(
-      mixture_or_task_name=PT.INFILL_TASK,
+      mixture_or_task_name=infill,
       feature_converter=seqio.EncDecFeatureConverter(pack=False),
       eval_split="validation", sequence_length={"inputs": 64, "targets": 64}, num_examples=4)
-  cached = evaluator.cached_model_datasets[PT.INFILL_TASK]
+  cached = evaluator.cached_model_datasets[infill]
   targets = {int(i): ex["decoder_target_tokens"] for i, ex in cached.as_numpy_iterator()}
   lengths = {i: int((t != 0).sum()) for i, t in targets.items()}
   metrics, _ = evaluator.evaluate(
       compute_metrics=True,
       predict_fn=lambda ds: [(i, targets[i].tolist()) for i in range(len(targets))],
       score_fn=lambda ds: [(i, -2.0 * lengths[i]) for i in range(len(targets))])
-  result = metrics.result()[PT.INFILL_TASK]
+  result = metrics.result()[infill]
   assert result["perplexity"] == pytest.approx(math.exp(2.0))
   assert result["bleu-3"] == pytest.approx(100.0)
   # Unsmoothed BLEU-4 of a target with fewer than 4 jieba words is ~0, even against itself.
