@@ -247,7 +247,7 @@ def test_finds_cycles_between_sibling_modules_and_packages(tmp_path):
 @pytest.mark.parametrize("module,want", [
     ("crosstask.models.network", "models"), ("crosstask.runtime.data", "runtime"),
     ("crosstask.tasks.csl.tasks", "tasks"), ("crosstask.metrics.rouge", "metrics"),
-    ("crosstask.tasks.vocabularies", "vocabularies"), ("crosstask.vocabularies", "vocabularies"),
+    ("crosstask.vocabularies", "vocabularies"),
     ("crosstask.train", "entry"), ("crosstask.data.fetch", "entry"), ("crosstask", "entry")])
 def test_layer_of_a_module(module, want):
   assert layer(module) == want
