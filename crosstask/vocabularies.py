@@ -30,6 +30,7 @@ import gin
 BYTES = "bytes"
 # Between a task's plain name and its vocabulary's key; never inside a plain name.
 SEPARATOR = "."
+_PROMPT_SUFFIX = re.compile(r"p\d+|prompts")  # prompt variants, their mixture
 
 
 def byte_vocabulary(extra_ids: int = 0):
@@ -143,8 +144,15 @@ def task_name(name: str, vocabulary) -> str:
 
 
 def base_task_name(name: str) -> str:
-  """'lot_zh_outgen' for 'lot_zh_outgen.sentencepiece_cn' (reports group runs by task)."""
-  return name.split(SEPARATOR, 1)[0]
+  """'lot_zh_outgen' for 'lot_zh_outgen.sentencepiece_cn' (reports group runs by task).
+
+  Only a last part that names a vocabulary goes: a prompt variant's `.p<k>`
+  and their mixture's `.prompts` (`tasks.common.prompts`) are part of the task's own name.
+  """
+  head, sep, tail = name.rpartition(SEPARATOR)
+  if not sep or _PROMPT_SUFFIX.fullmatch(tail):
+    return name
+  return head
 
 
 def describe(vocabulary) -> str:
