@@ -5,10 +5,11 @@
   layout    arrow prompts, multi-field layout and lenient parsing (the one implementation)
   sources   records -> a SeqIO source (from_tensor_slices, so iterators checkpoint)
   factory   `arrow_task`: schema + reader -> a registered seqio.Task with per-field metrics
+  prompts   prompt variants `<task>.p<k>`: names, and mean/spread over prompts
   sampling  seeded episodes and k-shot sets (numpy on indices)
   report    markdown tables beside a paper's numbers, and curves
   testing   assertions every benchmark's tests call (like seqio.test_utils)
   deferred  the task vocabulary, resolved from its gin binding at each use
 
-`readers`, `schema`, `layout`, `sampling` and `report` import no TensorFlow or SeqIO.
+`readers`, `schema`, `layout`, `sampling`, `prompts` and `report` import no TensorFlow or SeqIO.
 """
