@@ -8,10 +8,11 @@
             `register_for_vocabulary`: the same tasks for another vocabulary
   rank      rank classification: (question, option) examples, their postprocessor and metric
   label_sets  label sets several benchmarks share (the 67 disciplines of CSL and CSLDCP)
+  prompts   prompt variants `<task>.p<k>`: names, and mean/spread over prompts
   sampling  seeded episodes and k-shot sets (numpy on indices)
   report    markdown tables beside a paper's numbers, and curves
   testing   assertions every benchmark's tests call (like seqio.test_utils)
 
-`readers`, `schema`, `layout`, `rank`, `label_sets`, `sampling` and `report` import no
-TensorFlow or SeqIO.
+`readers`, `schema`, `layout`, `rank`, `label_sets`, `sampling`, `prompts` and `report` import
+no TensorFlow or SeqIO.
 """

@@ -10,9 +10,10 @@ the spread over prompts. Imports no TensorFlow or SeqIO.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
+
+from crosstask.tasks.common import report
 
 _VARIANT = re.compile(r"^(?P<base>.+)\.p(?P<index>0|[1-9]\d*)$")
 MIXTURE_SUFFIX = ".prompts"
@@ -63,8 +64,8 @@ def check_prompts(prompts: Sequence[str], task: str) -> tuple[str, ...]:
 def summarize(scores: Mapping[str, float]) -> dict[str, dict[str, float]]:
   """Scores keyed by task name -> {base: {mean, std, min, max, prompts}} over prompt variants.
 
-  Only names of the form `<base>.p<k>` are grouped; `std` is the sample standard
-  deviation (0 for one prompt).
+  Only names of the form `<base>.p<k>` are grouped; `std` is the population
+  standard deviation, as `report.mean_std` gives over seeds.
   """
   groups: dict[str, list[float]] = {}
   for name, value in scores.items():
@@ -73,8 +74,7 @@ def summarize(scores: Mapping[str, float]) -> dict[str, dict[str, float]]:
       groups.setdefault(base, []).append(float(value))
   out = {}
   for base, values in groups.items():
-    mean = sum(values) / len(values)
-    var = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-    out[base] = {"mean": mean, "std": math.sqrt(var), "min": min(values),
+    mean, std = report.mean_std(values)
+    out[base] = {"mean": mean, "std": std, "min": min(values),
                  "max": max(values), "prompts": float(len(values))}
   return out

@@ -52,7 +52,7 @@ class Member:
 
 @dataclasses.dataclass(frozen=True)
 class Scenario:
-  """Meta tasks from `meta_benchmarks`, few-shot tasks from `few_benchmark`."""
+  """Meta tasks (stage 1) and few-shot tasks (stage 2), from different benchmarks."""
   name: str
   meta: tuple[Member, ...]
   few: tuple[Member, ...]

@@ -96,5 +96,6 @@ def test_names_split_back_and_scores_summarize_over_prompts():
   with pytest.raises(ValueError, match="prompt index"):
     prompts.variant_name("x", -1)
   summary = prompts.summarize({"t.p0": 50.0, "t.p1": 60.0, "t.p2": 70.0, "u.p0": 5.0, "v": 1.0})
-  assert summary["t"] == {"mean": 60.0, "std": 10.0, "min": 50.0, "max": 70.0, "prompts": 3.0}
+  assert summary["t"] == pytest.approx(
+      {"mean": 60.0, "std": (200 / 3) ** 0.5, "min": 50.0, "max": 70.0, "prompts": 3.0})
   assert summary["u"]["std"] == 0.0 and "v" not in summary

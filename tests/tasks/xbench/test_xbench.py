@@ -159,7 +159,7 @@ def test_meta_train_then_k_shot_end_to_end(tmp_path):
                  "--gin.CHECKPOINT_PERIOD=3", "--gin.WARMUP_STEPS=1"])
   assert (meta_dir / "checkpoint_3").is_dir()
   _run(common + ["--gin_file=xbench/xbench_fewshot.gin", f"--gin.MODEL_DIR='{few_dir}'",
-                 "--gin.SHOTS=2", "--gin.TRAIN_STEPS=2", "--gin.BATCH_SIZE=4",
+                 "--gin.SHOTS=2", "--gin.TRAIN_STEPS=2", "--gin.BATCH_SIZE=8",
                  "--gin.EVAL_PERIOD=2", "--gin.EVAL_STEPS=1", "--gin.CHECKPOINT_PERIOD=2",
                  "--gin.WARMUP_STEPS=1", "--gin.EVAL_SPLIT='s0_test'",
                  f"--gin.INITIAL_CHECKPOINT_PATH='{meta_dir}/checkpoint_3'"])
