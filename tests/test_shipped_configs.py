@@ -17,7 +17,7 @@ from crosstask.runtime import gin_utils
 CONFIGS = gin_utils.PACKAGE_DIR / "t5x_configs"
 MODELS = gin_utils.PACKAGE_DIR / "gin"
 # Parsed only through the files including them (they leave STAGE to those).
-INCLUDED_ONLY = {"csl/xtask_common.gin"}
+INCLUDED_ONLY = {"csl/xtask_common.gin", "xbench/xbench_common.gin"}
 # Files that are parsed only through the files including them.
 PARTS = sorted(p for p in CONFIGS.rglob("_*.gin"))
 SHIPPED = sorted(p for p in CONFIGS.rglob("*.gin") if not p.name.startswith("_")

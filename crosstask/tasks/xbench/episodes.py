@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-import gin
 import numpy as np
 import seqio
 import tensorflow as tf
@@ -187,13 +186,3 @@ def register_member(scenario: S.Scenario, stage: str, index: int) -> str:
       metric_fns=list(source.predict_metric_fns) + list(source.score_metric_fns),
       shuffle_buffer_size=source.shuffle_buffer_size)
   return name
-
-
-@gin.configurable(module="xbench")
-def epoch_steps(scenario_name: str = gin.REQUIRED, stage: str = "meta",
-                split: str = gin.REQUIRED, batch_size: int = gin.REQUIRED,
-                epochs: float = 1) -> int:
-  """Steps for `epochs` passes over a stage's episode split (reads it; a short batch counts)."""
-  sc = S.scenario(scenario_name)
-  n = sum(len(episode_examples(sc, stage, m, split)) for m in sc.members(stage))
-  return max(1, round(epochs * -(-n // batch_size))) if n else 0

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import gin
 
 from crosstask.tasks.common import sampling
 
@@ -118,25 +117,25 @@ def episode_splits(seeds=SEEDS, k_shots=K_SHOTS) -> list[str]:
   return sampling.episode_splits(seeds, k_shots)
 
 
-# ------------------------------------------------------------------ gin helpers
-# Gin cannot format strings: `xbench/*.gin` take SCENARIO / EPISODE_SEED / SHOTS
-# as macros and call these for the mixture and split names.
+# ------------------------------------------------------------------ names for gin
+# Gin cannot format strings: `xbench/_names.gin` takes SCENARIO / STAGE /
+# EPISODE_SEED / SHOTS as macros and calls these plain functions (dynamic
+# registration) for the mixture and split names; the package registers no gin
+# configurables, so importing it never needs an unlocked config.
 
 
-@gin.configurable(module="xbench")
-def mixture(scenario_name: str = gin.REQUIRED, stage: str = "meta") -> str:
+def mixture(scenario_name: str, stage: str = "meta") -> str:
   """'xbench_clue_csl_to_lot_meta' for scenario 'clue_csl_to_lot', stage 'meta' (or 'few')."""
   return scenario(scenario_name).mixture_name(stage)
 
 
-@gin.configurable(module="xbench")
 def episode_split(seed: int = 0, kind: str = "meta", shots: int | None = None) -> str:
   """s<seed>_meta, s<seed>_k<shots> (kind 'shots'), s<seed>_validation, s<seed>_test."""
   if kind == "shots":
     if shots is None:
-      raise ValueError("xbench.episode_split(kind='shots') needs SHOTS")
+      raise ValueError("episode_split(kind='shots') needs SHOTS (xbench/xbench_fewshot.gin)")
     return sampling.episode_split_name(seed, f"k{shots}")
   if kind not in ("meta", "validation", "test"):
-    raise ValueError(f"xbench.episode_split kind must be meta, shots, validation or test, "
+    raise ValueError(f"episode_split kind must be meta, shots, validation or test, "
                      f"got {kind!r}")
   return sampling.episode_split_name(seed, kind)
