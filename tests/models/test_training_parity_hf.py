@@ -12,24 +12,16 @@ configured identically on both sides:
   the same sum, since the Adam step does not read the weights).
 * Adafactor: `transformers.optimization.Adafactor` with a fixed rate
   (`relative_step=False, warmup_init=False`), `scale_parameter=True`, no first moment,
-  no weight decay, clip threshold 1, decay exponent 0.8; crosstask's
-  `optimizers.adafactor` (optax.adafactor) with the same rate, `decay_rate=0.8`,
-  `clipping_threshold=1.0`, `multiply_by_parameter_scale=True`, no momentum or decay,
-  and `min_dim_size_to_factor=1`, because HF factors every tensor of two or more dims
-  while optax by default factors only when the second largest dim reaches 128. Both
-  add eps=1e-30 to the squared gradient and floor the parameter scale at 1e-3.
-  HF factors the last two dims of its [out, in] matrices; crosstask keeps attention
-  kernels as 3-D [embed, heads, kv] / [heads, kv, embed] arrays, which optax would
-  factor over their two largest dims instead of over (embed, heads*kv). The test
-  therefore hands the optimizer each attention kernel as the HF matrix it stands for
-  (`_as_matrices`): the same algorithm as a logical-axis-factored Adafactor that
-  factors over `embed` and the joined `heads`x`kv` axis. For a 2-D tensor the factored
-  estimate row x col / mean is the same whichever dim is called the row, so transposed
-  layouts (lm_head vs logits_dense, relative bias) need nothing.
-  To run this against another crosstask Adafactor, replace `_crosstask_adafactor`:
-  it must match the rate, decay 0.8 (beta2_t = 1 - t^-0.8 from t = 1), eps 1e-30
-  on g^2, per-tensor update RMS clipping at 1 before the rate, the parameter-RMS scale
-  floored at 1e-3, and factor every matrix over (embed, heads*kv / mlp / vocab).
+  no weight decay, clip threshold 1, decay exponent 0.8; crosstask's logical-axis
+  Adafactor (`runtime/adafactor.py`, as the Trainer runs it) with the same rate,
+  `decay_rate=0.8`, `clipping_threshold=1.0`, `multiply_by_parameter_scale=True`, no
+  momentum or decay, and `min_dim_size_to_factor=1`, because HF factors every tensor of
+  two or more dims. Both add eps=1e-30 to the squared gradient and floor the parameter
+  scale at 1e-3. HF factors its [out, in] matrices; crosstask factors its 3-D attention
+  kernels by logical axes over `embed` and the joined `heads` x `kv`, the same split.
+  T5X's rules leave the relative-position table unfactored where HF factors it, so the
+  test makes its buckets rows. For a 2-D tensor the factored estimate row x col / mean
+  is the same whichever dim is called the row, so transposed layouts need nothing.
 
 Losses: crosstask with z_loss=0 and `loss_normalizing_factor=NUM_REAL_TARGET_TOKENS`
 (the mean over non-pad targets, HF's CrossEntropyLoss with ignore_index=-100).
@@ -62,7 +54,7 @@ from crosstask.models import config as config_lib
 from crosstask.models import hf_import
 from crosstask.models import model as model_lib
 from crosstask.models import network
-from crosstask.runtime import optimizers, partitioning, trainer as trainer_lib
+from crosstask.runtime import adafactor, optimizers, partitioning, trainer as trainer_lib
 
 STEPS = 50
 BATCH, ENC_LEN, DEC_LEN = 8, 24, 16
@@ -109,40 +101,16 @@ def _batches(seed: int = 0) -> list[dict[str, np.ndarray]]:
   return out
 
 
-_ATTENTION_IN = ("query", "key", "value")  # [embed, heads, kv]
-_ATTENTION_OUT = ("out",)  # [heads, kv, embed]
-
-
-def _matrix_shape(path: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
-  name = getattr(path[-1], "key", None)
-  if len(shape) == 3 and name in _ATTENTION_IN:
-    return (shape[0], shape[1] * shape[2])
-  if len(shape) == 3 and name in _ATTENTION_OUT:
-    return (shape[0] * shape[1], shape[2])
-  return shape
-
-
-def _as_matrices(inner: optax.GradientTransformation) -> optax.GradientTransformation:
-  """`inner` applied to every attention kernel as the [embed, heads*kv] matrix HF holds."""
-  def flat(tree):
-    return jax.tree_util.tree_map_with_path(
-        lambda p, x: x.reshape(_matrix_shape(p, x.shape)), tree)
-
-  def init(params):
-    return inner.init(flat(params))
-
-  def update(grads, state, params=None):
-    updates, state = inner.update(flat(grads), state, flat(params))
-    return jax.tree.map(lambda u, g: u.reshape(g.shape), updates, grads), state
-
-  return optax.GradientTransformation(init, update)
-
-
 def _crosstask_adafactor(lr: float) -> optax.GradientTransformation:
-  return _as_matrices(optimizers.adafactor(
+  # The Trainer factors each parameter by its logical axes: attention kernels over
+  # `embed` and the joined `heads` x `kv`, as HF's [out, in] matrices are. T5X leaves
+  # the relative-position table [heads, buckets] unfactored; HF factors every matrix,
+  # so here its buckets are rows.
+  rules = {**adafactor.FACTOR_RULES, "relpos_buckets": adafactor.ROW}
+  return adafactor.adafactor(
       learning_rate=lr, decay_rate=0.8, clipping_threshold=1.0,
       multiply_by_parameter_scale=True, min_dim_size_to_factor=1, momentum=None,
-      weight_decay_rate=None))
+      weight_decay_rate=None, factor_rules=rules)
 
 
 def _hf_adafactor(params, lr: float) -> torch.optim.Optimizer:
