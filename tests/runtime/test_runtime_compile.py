@@ -75,8 +75,6 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   assert held <= result.argument_gib * aot.GIB <= 1.15 * held
   assert result.fits and result.hbm_gib == 16
   assert result.flops_per_chip > 0 and result.compile_s > 0
-  if layout != 'data' or partitioner.mesh.size > 1:
-    assert result.collective_bytes > 0  # gradients (at least) cross chips
 
 
 def test_cli_json_last_line_reports_a_fitting_chip():
