@@ -3,6 +3,7 @@
     python benchmarks/scale.py                         # the whole table (hours; see below)
     python benchmarks/scale.py --models t5_1_1_large --topologies v5e-8 --layouts fsdp
     python benchmarks/scale.py --quick                 # smoke run: tiny, one batch, one slice
+    python benchmarks/scale.py --models longlm_large --topologies v5e-8 --batch 128 --scan
 
 Method. Every figure comes from compiling the real train step (the runtime's
 Trainer and Partitioner, the model's gin file, T5X's Adafactor as
@@ -54,7 +55,8 @@ MODELS = {
 }
 TABLE_MODELS = [m for m in MODELS if m != 't5_1_1_tiny']
 TOPOLOGIES = ['v5e-8', 'v5e-16', 'v4-16', 'v5p-8']
-LENGTHS = {'512/512': (512, 512), 'outgen': (128, 512)}  # OutGen: LOT's title+outline -> story
+# OutGen: LOT's title+outline -> story; 1024/1024: the fused-attention comparison.
+LENGTHS = {'512/512': (512, 512), 'outgen': (128, 512), '1024/1024': (1024, 1024)}
 # Both length sets for LongLM (LOT's OutGen is its long-output task); 512/512 for T5.
 DEFAULT_LENGTHS = {m: (['512/512', 'outgen'] if m.startswith('longlm') else ['512/512'])
                    for m in MODELS}
@@ -217,7 +219,7 @@ def table(rows: list[dict[str, Any]]) -> str:
           'TFLOP / chip / step | collective GiB | roofline ms | compile s |')
   lines = [head, '|---|---|---|---|---|---:|---:|---:|---:|---:|---:|']
   for r in rows:
-    fits = '' if r.get('fits') else ' (no fit)'
+    fits = ('' if r.get('fits') else ' (no fit)') + ('' if r.get('searched', True) else ' (set)')
     roof = r.get('roofline_step_s')
     lines.append(
         f"| {r['model']} | {r['topology']} | {r['layout']} | {r['remat']} | "
@@ -246,6 +248,9 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument('--attention', default=None, help='TransformerConfig.attention')
   parser.add_argument('--scan', action='store_true', help='TransformerConfig.scan_layers')
   parser.add_argument('--max_batch', type=int, default=2048)
+  parser.add_argument('--batch', type=int, default=None,
+                      help='compile this one global batch per row instead of searching for '
+                           'the largest that fits (the row says whether it fits)')
   parser.add_argument('--timeout_s', type=int, default=3600, help='per compile')
   parser.add_argument('--quick', action='store_true',
                       help='smoke run: one batch per row (no search), tiny model on v5e-8 '
@@ -279,10 +284,15 @@ def main(argv: list[str] | None = None) -> None:
         for lengths_name in (args.lengths.split(',') if args.lengths
                              else DEFAULT_LENGTHS[model]):
           shards = shards_of(topology, layout, args.num_partitions)
-          result = largest_batch(model, topology, LENGTHS[lengths_name], opts, bindings,
-                                 shards, args.quick)
+          if args.batch:
+            result = compile_once(model, topology, args.batch, LENGTHS[lengths_name], opts,
+                                  bindings)
+          else:
+            result = largest_batch(model, topology, LENGTHS[lengths_name], opts, bindings,
+                                   shards, args.quick)
           result.setdefault('chips', topology_chips(topology))
-          done.append(row(model, topology, lengths_name, opts, result))
+          done.append({**row(model, topology, lengths_name, opts, result),
+                       'searched': not args.batch})
           merge(results_path, done)
   print(table(json.loads(results_path.read_text())))
   print(f'wrote {results_path}')

@@ -69,10 +69,11 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
     # (the vocabulary's, under FSDP) stay whole, so not always by `shards`.
     assert opt_total / shards <= opt_per_chip < opt_total
   # XLA's plan holds those bytes as arguments, plus the batch, step and key, and the
-  # padding of the TPU's tiled layouts (a few percent on this tiny model's shards).
+  # padding of the TPU's tiled layouts: the tiny model's 64-wide dimensions, split
+  # four ways under FSDP, fill 16 of a tile's 128 lanes (17% over on its shards).
   batch_bytes = 4 * 8 * (32 + 3 * 16) // partitioner.data_size
   held = (result.params_gib + result.opt_state_gib) * aot.GIB + batch_bytes
-  assert held <= result.argument_gib * aot.GIB <= 1.15 * held
+  assert held <= result.argument_gib * aot.GIB <= 1.25 * held
   assert result.fits and result.hbm_gib == 16
   assert result.flops_per_chip > 0 and result.compile_s > 0
 

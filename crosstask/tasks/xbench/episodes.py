@@ -168,6 +168,12 @@ def _dataset_fn(split: str, shuffle_files: bool = False, seed=None, *, scenario:
        for k in keys})
 
 
+def stage_splits(stage: str) -> list[str]:
+  """The episode splits a stage's tasks have: `s<seed>_meta` for meta, the rest for few."""
+  return [split for split in S.episode_splits()
+          if (sampling.parse_episode_split(split)[1] == "meta") == (stage == "meta")]
+
+
 def register_member(scenario: S.Scenario, stage: str, index: int) -> str:
   """Registers `xbench_<scenario>_<stage>_<task>` over a member's source task (no data read)."""
   member = scenario.members(stage)[index]
@@ -179,7 +185,7 @@ def register_member(scenario: S.Scenario, stage: str, index: int) -> str:
       name,
       source=seqio.FunctionDataSource(
           functools.partial(_dataset_fn, scenario=scenario.name, stage=stage, index=index),
-          splits=S.episode_splits()),
+          splits=stage_splits(stage)),
       preprocessors=list(source.preprocessors),
       output_features=source.output_features,
       postprocess_fn=source.postprocess_fn,

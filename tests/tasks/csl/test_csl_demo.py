@@ -44,7 +44,9 @@ def test_baseline_pieces():
 def test_list_cli(capsys):
   assert cli.main(["--list", "csl_zh"]) == 0
   out = capsys.readouterr().out.strip().splitlines()
-  assert out[-1] == "180 tasks, 14 mixtures"
+  # 180 arrow tasks, 9 prompt variants and the 5 xbench meta members that wrap CSL
+  # tasks; the 14 scenario mixtures and 3 prompt-variant mixtures.
+  assert out[-1] == "194 tasks, 17 mixtures"
   assert "task     csl_zh_abstract_to_title" in out
   assert cli.main(["--list", "csl_*_to_title_and_category"]) == 0
   assert capsys.readouterr().out.strip().splitlines()[-1] == "14 tasks, 0 mixtures"  # 7 input sets x 2 languages
