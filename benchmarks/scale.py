@@ -215,14 +215,15 @@ MODELS_ORDER = {m: i for i, m in enumerate(MODELS)}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-  head = ('| model | slice | layout | remat | lengths | global batch | GiB / chip (HBM) | '
-          'TFLOP / chip / step | collective GiB | roofline ms | compile s |')
-  lines = [head, '|---|---|---|---|---|---:|---:|---:|---:|---:|---:|']
+  head = ('| model | slice | layout | remat | attention | scan | lengths | global batch | '
+          'GiB / chip (HBM) | TFLOP / chip / step | collective GiB | roofline ms | compile s |')
+  lines = [head, '|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|']
   for r in rows:
     fits = ('' if r.get('fits') else ' (no fit)') + ('' if r.get('searched', True) else ' (set)')
     roof = r.get('roofline_step_s')
     lines.append(
         f"| {r['model']} | {r['topology']} | {r['layout']} | {r['remat']} | "
+        f"{r['attention']} | {'yes' if r.get('scan') else 'no'} | "
         f"{r['lengths']['inputs']}/{r['lengths']['targets']} | {r['global_batch']}{fits} | "
         f"{(r.get('per_chip_gib') or 0):.1f} ({r.get('hbm_gib') or '?'}) | "
         f"{(r.get('flops_per_chip') or 0) / 1e12:.1f} | "
