@@ -23,6 +23,7 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import sys
 import types
 from typing import Any, Mapping
 
@@ -176,6 +177,20 @@ def _has_tpu_chips() -> bool:
   return False
 
 
+def _keep_jax_off_absent_tpus(backend: str) -> None:
+  """Pins JAX to the CPU where the libtpu wheel is installed but no TPU is attached.
+
+  JAX would otherwise try to start libtpu first, which prints warnings about the
+  missing TPU and delays start-up, on every CPU run of a `crosstask[tpu]` install.
+  JAX_PLATFORMS, where set, is left alone.
+  """
+  if backend != 'cpu' or os.environ.get('JAX_PLATFORMS') or not importlib.util.find_spec('libtpu'):
+    return
+  os.environ['JAX_PLATFORMS'] = 'cpu'
+  if 'jax' in sys.modules:  # JAX reads the variable at import; tell a loaded one too.
+    sys.modules['jax'].config.update('jax_platforms', 'cpu')
+
+
 def prepare_host(job: str) -> str:
   """The allocator settings of `job` ('train' or 'infer') for the environment's
   platform; returns what was done. Call first thing, before JAX or TensorFlow start
@@ -184,6 +199,7 @@ def prepare_host(job: str) -> str:
   if job not in JOBS:
     raise ValueError(f'job={job!r}: expected one of {JOBS}')
   backend = backend_from_environment()
+  _keep_jax_off_absent_tpus(backend)
   return host_memory.tune_for_xla_cpu(one_arena=job == 'train',
                                       accelerator=None if PROFILES[backend].tune_host_malloc
                                       else backend)

@@ -272,3 +272,18 @@ def test_inference_keeps_the_batch_split_over_the_data_axis_between_its_programs
   assert encoded.sharding.is_equivalent_to(data, encoded.ndim)
   assert tokens.sharding.is_equivalent_to(data, tokens.ndim)
   assert aux["scores"].sharding.is_equivalent_to(data, aux["scores"].ndim)
+
+
+def test_libtpu_without_a_tpu_pins_jax_to_the_cpu(monkeypatch):
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  if not importlib.util.find_spec('libtpu'):
+    pytest.skip('the libtpu wheel (crosstask[tpu]) is not installed')
+  monkeypatch.delenv('JAX_PLATFORMS', raising=False)
+  monkeypatch.setattr(platform, '_has_tpu_chips', lambda: False)
+  monkeypatch.setattr(jax.config, 'update', lambda *a: None)  # this process keeps its CPU
+  monkeypatch.setenv('CROSSTASK_MALLOC', 'system')
+  platform.prepare_host('infer')
+  assert os.environ['JAX_PLATFORMS'] == 'cpu'
+  monkeypatch.setenv('JAX_PLATFORMS', 'cuda')  # a choice already made is left alone
+  platform.prepare_host('infer')
+  assert os.environ['JAX_PLATFORMS'] == 'cuda'
