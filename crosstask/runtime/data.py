@@ -268,15 +268,3 @@ def numpy_batches(ds) -> Iterator[dict[str, np.ndarray]]:
 def to_numpy(batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
   """A batch from a tf.data iterator (whose position can be checkpointed) as numpy."""
   return {k: np.asarray(v) for k, v in batch.items()}
-
-
-def pad_batch(batch: Mapping[str, Any], size: int) -> tuple[dict[str, np.ndarray], int]:
-  """Zero-pads the leading dimension to `size`; returns the real row count too."""
-  n = len(next(iter(batch.values())))
-  out = {}
-  for k, v in batch.items():
-    v = np.asarray(v)
-    if n < size:
-      v = np.concatenate([v, np.zeros((size - n,) + v.shape[1:], v.dtype)])
-    out[k] = v
-  return out, n

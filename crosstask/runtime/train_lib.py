@@ -15,7 +15,8 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, faults, gin_utils, inference, input_state
+from crosstask.runtime import batching, checkpoints, data, faults, gin_utils, inference
+from crosstask.runtime import input_state
 from crosstask.runtime import optimizers, partitioning, platform, progress
 from crosstask.runtime import trainer as trainer_lib
 
@@ -35,7 +36,7 @@ def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetC
       for i, batch in enumerate(data.numpy_batches(ds)):
         if max_batches and i >= max_batches:
           break
-        batch, _ = data.pad_batch(batch, host.batch_size)
+        batch, _ = batching.pad_rows(batch, host.batch_size)
         outs.append(fn(params, partitioner.shard_batch(batch)))
     sums = {}
     for metrics in jax.device_get(outs):  # One read-back, not one per batch.
