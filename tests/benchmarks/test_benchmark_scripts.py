@@ -6,49 +6,69 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import finetune_csl
 import flops
-import gpu_longlm
+import gpu
 import harness
 import run_all
 
 
-def test_gpu_script_runs_both_sides_on_the_cpu(tmp_path):
-  # The GPU benchmark has no GPU here; its CPU mode runs the same code on a tiny model,
-  # so the script is known to work before a GPU is lent. Batch 8: the tests' 8 virtual
-  # CPU devices (conftest) split it data-parallel.
-  out = tmp_path / "gpu_longlm.json"
-  gin = "crosstask/gin/t5_1_1/tiny.gin"
+@pytest.mark.slow
+def test_gpu_script_runs_every_row_kind_on_the_cpu(tmp_path):
+  # The GPU benchmark's CPU mode runs the same code on a tiny model (attention check,
+  # both training sides, both decoding sides), so the script is known to work before a
+  # GPU is lent. Batch 8: the tests' 8 virtual CPU devices (conftest) split it.
+  out = tmp_path / "gpu.json"
+  rows = ["check", "train:tiny:xla:none:8", "hf-train:tiny:8", "decode:tiny:2:8",
+          "hf-decode:tiny:2:8:dynamic"]
   proc = subprocess.run(
-      [sys.executable, str(harness.ROOT / "benchmarks" / "gpu_longlm.py"), "--platform=cpu",
-       f"--model_gin={gin}", "--batch=8", "--inputs=24", "--targets=8", "--steps=2",
-       f"--out={out}"], capture_output=True, text=True, cwd=str(harness.ROOT), timeout=600)
+      [sys.executable, str(harness.ROOT / "benchmarks" / "gpu.py"), "--platform=cpu",
+       "--lengths=32/16", "--new_tokens=6", "--steps=1", f"--out={out}", "--rows", *rows],
+      capture_output=True, text=True, cwd=str(harness.ROOT), timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]
-  result = json.loads(out.read_text())
-  cfg = gpu_longlm._model_config(gin)
-  assert result["setup"]["model_flops_per_step"] == flops.train_step(cfg, 8, 24, 8)
-  for side in ("crosstask", "hf"):
-    r = result["results"][side]
-    assert r["reps"] == 2 and r["median_s"] > 0 and r["device"] == "cpu"
-    assert np.isfinite(r["loss"]) and r["loss"] > 0
-    assert r["mfu"] is None  # no published bf16 peak for a CPU
-  assert result["ratio"] == (result["results"]["crosstask"]["per_s_median"]
-                             / result["results"]["hf"]["per_s_median"])
+  result = {r["row"]: r for r in json.loads(out.read_text())["rows"]}
+  assert list(result) == rows and not [r for r in result.values() if "error" in r], result
+  check = result["check"]
+  assert check["implementation"] == "dot_product" and check["ok"]
+  assert check["worst_rel_err"] < 2e-2
+  cfg = gpu.model_config("tiny")
+  train, hf_train = result["train:tiny:xla:none:8"], result["hf-train:tiny:8"]
+  assert train["model_tflop"] == pytest.approx(flops.train_step(cfg, 8, 32, 16) / 1e12)
+  assert train["tokens_per_s"] == pytest.approx(8 * 48 / train["step_s"])
+  assert train["ratio_vs_hf"] == pytest.approx(train["tokens_per_s"] / hf_train["tokens_per_s"])
+  assert np.isfinite(train["loss"]) and train["loss"] > 0 and train["mfu"] is None
+  decode = result["decode:tiny:2:8"]
+  assert decode["generated_tokens"] <= 8 * 6 and decode["generated_tokens"] >= 8
+  assert decode["ratio_vs_hf"] == pytest.approx(
+      decode["tokens_per_s"] / result["hf-decode:tiny:2:8:dynamic"]["tokens_per_s"])
 
 
-def test_gpu_script_without_a_gpu_says_so_and_exits_0(capsys, monkeypatch):
-  # Pinned, so that on a machine with a GPU this test never starts the real benchmark.
-  monkeypatch.setattr(gpu_longlm, "gpu_available", lambda: (False, "no GPU among jax.devices()"))
-  assert gpu_longlm.main([]) == 0
+def test_gpu_script_without_a_gpu_says_so_and_exits_0(capsys):
+  # conftest pins JAX to the CPU, so this never starts the real benchmark.
+  assert gpu.main(["--rows", "check"]) == 0
   assert "no GPU on this machine" in capsys.readouterr().out
 
 
 def test_peak_lookup_takes_the_most_specific_name():
-  assert gpu_longlm.peak_flops("NVIDIA H100 PCIe") == 756e12
-  assert gpu_longlm.peak_flops("NVIDIA H100 80GB HBM3") == 989e12
-  assert gpu_longlm.peak_flops("NVIDIA H200") == 989e12
-  assert gpu_longlm.peak_flops("cpu") is None
+  assert gpu.peak_flops("NVIDIA H100 PCIe") == 756e12
+  assert gpu.peak_flops("NVIDIA H100 80GB HBM3") == 989e12
+  assert gpu.peak_flops("NVIDIA H200") == 989e12
+  assert gpu.peak_flops("cpu") is None
+
+
+def test_packed_rows_look_like_the_packing_converter_s():
+  batch = gpu.packed_batch(3, 20, 10, 50)
+  for name in ("encoder", "decoder"):
+    seg, pos = batch[f"{name}_segment_ids"], batch[f"{name}_positions"]
+    assert (seg >= 1).all() and (np.diff(seg, axis=1) >= 0).all()  # full rows, in order
+    starts = np.concatenate([np.ones((3, 1), bool), np.diff(seg, axis=1) > 0], 1)
+    assert ((pos == 0) == starts).all()  # positions restart with each example
+  dec, tgt = batch["decoder_input_tokens"], batch["decoder_target_tokens"]
+  assert (dec[batch["decoder_positions"] == 0] == 0).all()
+  inner = batch["decoder_positions"][:, 1:] > 0
+  assert (dec[:, 1:][inner] == tgt[:, :-1][inner]).all()  # shifted right within an example
 
 
 def test_unpack_reads_each_example_back_out_of_a_packed_batch():
