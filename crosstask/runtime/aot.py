@@ -24,7 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from crosstask.runtime import gin_utils, optimizers, partitioning, topology as topology_lib
+from crosstask.runtime import gin_utils, optimizers, partitioning, platform
+from crosstask.runtime import topology as topology_lib
 from crosstask.runtime import trainer as trainer_lib
 
 GIB = topology_lib.GIB
@@ -348,6 +349,10 @@ def compile_step(job: Job, devices: Sequence[jax.Device], *, chip: topology_lib.
   if step not in ('train', 'infer'):
     raise ValueError(f"--step={step!r}: expected 'train' or 'infer'")
   partitioner = make_partitioner(devices, layout, num_partitions, num_slices)
+  # As the entry points do: a model left at 'auto' takes the target's profile (a TPU
+  # slice: flash attention, full remat), not this machine's.
+  model = platform.resolve_model(job.model, platform.for_mesh(partitioner.mesh))
+  job = dataclasses.replace(job, model=model, config=getattr(model.module, 'config', None))
   layout_name = getattr(partitioner, 'layout', None) or layout or 'data'
   check_batch(job.batch_size, job.num_microbatches if step == 'train' else 1,
               batch_shards(partitioner), f'{topology} (layout {layout_name!r})')

@@ -90,6 +90,9 @@ def test_cli_json_last_line_reports_a_fitting_chip():
   assert report['hbm_gib'] == 16 and report['chips'] == 4
   assert 0 < report['per_chip_gib'] < report['hbm_gib']
   assert report['flops_per_chip'] > 0 and report['compile_s'] > 0
+  # The model's 'auto' attention and remat took the TPU profile's, not this CPU's.
+  assert (report['model_options']['attention'], report['model_options']['remat_policy']) == (
+      'flash', 'full')
   assert 'fits' in '\n'.join(lines[:-1])  # the human-readable table came first
 
 
