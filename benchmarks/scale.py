@@ -29,10 +29,10 @@ between compiles. Attention and remat default to the TPU platform profile's choi
 (what 'auto' becomes when training on a TPU), since the compile builds the model as
 the gin files leave it.
 
-Cost: the unscanned 24-layer models take minutes and over 10 GiB of host memory per
-compile on a 2-core machine; XL and XXL need the layer scan (`--scan`, once
-`TransformerConfig.scan_layers` exists) to compile in reasonable time. Rows are
-merged into benchmarks/results/scale.json as they finish, so a run can be split
+Cost: with `--scan` a compile takes 30-100 s on a 2-core machine (a refusal a few
+seconds), and the whole table about 1.5-2 hours; the unscanned 24-layer models take
+minutes and over 10 GiB of host memory per compile. Rows are merged into
+benchmarks/results/scale.json as they finish, so a run can be split
 (--models / --topologies) and resumed.
 """
 
