@@ -26,8 +26,8 @@ records the largest fit and `miss_batch`, the next grid batch, which did not fit
 (None when --max_batch capped the search), or the smallest batch tried when none
 fits (`fits: false`). Each compile is its own process, so host memory is given back
 between compiles. Attention and remat default to the TPU platform profile's choice
-(what 'auto' becomes when training on a TPU), since the compile builds the model as
-the gin files leave it.
+(what 'auto' becomes on a TPU, and in `crosstask.compile` for one), bound explicitly so
+each row names them.
 
 Cost: with `--scan` a compile takes 30-100 s on a 2-core machine (a refusal a few
 seconds), and the whole table about 1.5-2 hours; the unscanned 24-layer models take
@@ -415,8 +415,7 @@ def main(argv: list[str] | None = None) -> None:
   if unknown:
     raise SystemExit(f'--models: unknown {unknown}; known: {list(MODELS)}')
   fields = config_fields()
-  # `crosstask.compile` builds the model as the gin files leave it; the runtime would
-  # replace an 'auto' attention / remat with the TPU profile's choice, so do that here.
+  # Bound explicitly (what 'auto' resolves to on a TPU), so every row names them.
   tpu = tpu_profile()
   if args.attention is None and 'attention' in fields:
     args.attention = tpu.attention
