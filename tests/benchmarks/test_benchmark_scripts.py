@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import finetune_csl
 import flops
@@ -14,6 +15,7 @@ import harness
 import run_all
 
 
+@pytest.mark.slow
 def test_gpu_script_runs_both_sides_on_the_cpu(tmp_path):
   # The GPU benchmark has no GPU here; its CPU mode runs the same code on a tiny model,
   # so the script is known to work before a GPU is lent. Batch 8: the tests' 8 virtual
