@@ -17,9 +17,8 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.metrics.scirepeval import benchmark, data
 from crosstask.runtime import checkpoints, embedding, gin_utils, partitioning
-from crosstask.tasks.scirepeval import inputs
+from crosstask.tasks.scirepeval import benchmark, inputs, readers
 
 
 def _as_list(value, what: str) -> list[str]:
@@ -95,7 +94,7 @@ def embed(*,
                'max_length': max_length, 'truncated': truncated,
                'truncated_fraction': truncated / max(len(items), 1), 'checkpoint': state_dir}
     if jax.process_index() == 0:
-      data.write_embeddings(out, [(doc_id, v) for (doc_id, _, _), v in zip(items, vectors)])
+      readers.write_embeddings(out, [(doc_id, v) for (doc_id, _, _), v in zip(items, vectors)])
       with open(os.path.splitext(out)[0] + '.summary.json', 'w') as f:
         json.dump(summary, f, indent=2)
     print(f"Wrote {len(items)} embeddings (d={summary['dim']}, pooling={pooling}, "

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import gin
 import jax
 
-from crosstask.metrics.scirepeval import data, ranking
+from crosstask.metrics.scirepeval import ranking
 from crosstask.runtime import checkpoints, gin_utils, partitioning, relevance_lib
 from crosstask.tasks.scirepeval import inputs, readers, text
 
@@ -31,8 +31,8 @@ def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file
                     reviewers_file, output_dir, batch_size, max_length) -> dict[str, Any]:
   """Paper-Reviewer Matching: (query paper, reviewer paper) relevance, top-3 mean per reviewer."""
   papers = {p['doc_id']: p for p in readers.read_meta(meta_file)}
-  reviewers = data.read_reviewer_metadata(reviewers_file)
-  all_qrels = {path: data.read_qrels(path) for path in qrels_files}
+  reviewers = readers.read_reviewer_metadata(reviewers_file)
+  all_qrels = {path: readers.read_qrels(path) for path in qrels_files}
   needed = sorted({(q, p) for qrels in all_qrels.values() for q, judged in qrels.items()
                    for r in judged for p in reviewers.get(r, ()) if q in papers and p in papers})
   if not needed:
@@ -93,7 +93,7 @@ def rank(*,
                            qrels_files, reviewers_file, output_dir, batch_size, max_length)
   if len(qrels_files) > 1:
     raise ValueError(f'{ttask.name}: one qrels_file, got {qrels_files}')
-  qrels_all = data.read_qrels(qrels_files[0]) if qrels_files else None
+  qrels_all = readers.read_qrels(qrels_files[0]) if qrels_files else None
   rows = text.judged_rows(inputs.read_meta_any(meta_file), qrels_all)
   if max_queries:
     rows = rows[:max_queries]

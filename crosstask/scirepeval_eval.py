@@ -18,8 +18,9 @@ import json
 import os
 import sys
 
-from crosstask.metrics.scirepeval import averages as agg
-from crosstask.metrics.scirepeval import benchmark, data, probes, score
+from crosstask.metrics.scirepeval import probes
+from crosstask.tasks.scirepeval import averages as agg
+from crosstask.tasks.scirepeval import benchmark, readers, score
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     result = score.score_task(spec, args.embeddings, args.data, backend=args.backend,
                               n_jobs=args.n_jobs, float16=float16,
                               few_shot_runs=not args.no_few_shot, info=info)
-  except (KeyError, FileNotFoundError, data.ScirepevalDataError, ValueError) as e:
+  except (KeyError, FileNotFoundError, readers.ScirepevalDataError, ValueError) as e:
     print(f"ERROR: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
     return 2
   out = {spec.name: result, "scored_by": {**score.scored_by(args.backend),

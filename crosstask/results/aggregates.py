@@ -87,8 +87,8 @@ def _lot(tasks: Mapping[str, R.Record], split: str) -> dict[Column, Value]:
 
 
 def _scirepeval(tasks: Mapping[str, R.Record], split: str) -> dict[Column, Value]:
-  from crosstask.metrics.scirepeval import averages  # pylint: disable=g-import-not-at-top
-  from crosstask.metrics.scirepeval import benchmark  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import averages  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import benchmark  # pylint: disable=g-import-not-at-top
   from crosstask.results import rescoring  # pylint: disable=g-import-not-at-top
   results = {name[len(R_SCIREPEVAL):]: rescoring.unflatten(r.metrics)
              for name, r in tasks.items() if name.startswith(R_SCIREPEVAL)}

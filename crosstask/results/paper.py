@@ -50,7 +50,7 @@ def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
         elif c.name == "FewCLUE score":
           put(f"{method} (FewCLUE README, test_public)", c, paper.FEWCLUE_README[method]["score"])
   if any(n.startswith("SciRepEval ") for n in names):
-    from crosstask.metrics.scirepeval import averages  # pylint: disable=g-import-not-at-top
+    from crosstask.tasks.scirepeval import averages  # pylint: disable=g-import-not-at-top
     table = {**averages.TABLE_2, **averages.APPENDIX_D}
     for model in pick(table, "scirepeval"):
       for c in columns:

@@ -241,7 +241,7 @@ def score_embeddings(task: str, embeddings: str | os.PathLike, data_dir: str | o
                      *, step: int, output_dir: str | os.PathLike, backend: str = "sklearn",
                      few_shot_runs: bool = True, n_jobs: int = 1) -> records.Record:
   """A SciRepEval task scored from saved embeddings (the official scorer), as a record."""
-  from crosstask.metrics.scirepeval import benchmark, score  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import benchmark, score  # pylint: disable=g-import-not-at-top
   spec = benchmark.get(task)
   result = score.score_task(spec, embeddings, data_dir, backend=backend, n_jobs=n_jobs,
                             float16=spec.cached, few_shot_runs=few_shot_runs)

@@ -3,13 +3,11 @@
 import dataclasses
 import json
 import os
-from typing import Any
 
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, fingerprint, gin_utils, partitioning, platform
-from crosstask.runtime import restoring
+from crosstask.runtime import checkpoints, data, fingerprint, gin_utils, restoring
 
 
 def _text(ex: dict, key: str, vocab) -> str:
@@ -20,32 +18,22 @@ def _text(ex: dict, key: str, vocab) -> str:
 
 
 @gin.configurable(module='infer_script')
-def infer(*,
-          model: Any = gin.REQUIRED,
-          dataset_cfg: data.DatasetConfig = gin.REQUIRED,
-          restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
-          partitioner: partitioning.Partitioner | None = None,
-          output_dir: str = gin.REQUIRED,
-          num_examples: int | None = None,
-          prompt_with_targets: bool = False,
-          num_decodes: int = 1) -> list[str]:
+@restoring.checkpoint_job
+def infer(job: restoring.CheckpointJob) -> list[str]:
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
   the reference target (what rank classification is scored by); `step` and
   `fingerprint` (the task definition's) let `crosstask.score` write the eval
-  job's record from the file alone. Returns the files written. `prompt_with_targets`
-  forces each example's targets as its decoder prompt (see eval_script.evaluate).
+  job's record from the file alone. Returns the files written. Parameters:
+  `restoring.CheckpointJob`'s, as eval_script.evaluate takes them; of
+  `restore_checkpoint_cfg` mode 'all', the newest checkpoint.
   """
-  partitioner = partitioner or partitioning.Partitioner()
-  # The model's 'auto' attention and remat become the platform's choices.
-  model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  dataset_cfg = data.check_run_vocabulary(model, dataset_cfg)
+  dataset_cfg, output_dir = job.dataset_cfg, job.output_dir
   mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
   data.check_split(mixture, dataset_cfg.split)
-  abstract_params, runner = restoring.inference_runner(
-      model, partitioner, dataset_cfg, prompt_with_targets=prompt_with_targets,
-      num_decodes=num_decodes)
+  abstract_params, runner = job.inference_runner()
+  restore_checkpoint_cfg = job.restore_checkpoint_cfg
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
   (step, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
@@ -61,8 +49,8 @@ def infer(*,
       continue
     task_ds = task.get_dataset(dict(dataset_cfg.task_feature_lengths), split=dataset_cfg.split,
                                shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
-    if num_examples:
-      task_ds = task_ds.take(num_examples)
+    if job.num_examples:
+      task_ds = task_ds.take(job.num_examples)
     # Read and preprocessed once: predicting, scoring and writing the texts each pass over it.
     task_ds = task_ds.cache()
     model_ds = converter(task_ds, dict(dataset_cfg.task_feature_lengths)).enumerate()

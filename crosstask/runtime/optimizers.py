@@ -52,28 +52,10 @@ def linear_decay(base_learning_rate: float = 1e-3,
       [warmup_steps])
 
 
-@gin.configurable(module='optimizers')
-def adafactor(learning_rate: Schedule | float | None = None,
-              decay_rate: float = 0.8,
-              clipping_threshold: float | None = 1.0,
-              multiply_by_parameter_scale: bool = True,
-              min_dim_size_to_factor: int = 128,
-              momentum: float | None = None,
-              weight_decay_rate: float | None = None,
-              eps: float = 1e-30,
-              eps_scale: float = 1e-3,
-              factored: bool = True) -> optax.GradientTransformation:
-  """Adafactor as T5X runs it: second moments factored by logical axes, update
-  clipping, parameter scale (optimizers/adafactor.py)."""
-  return adafactor_lib.adafactor(
-      learning_rate=learning_rate if learning_rate is not None else rsqrt_decay(),
-      decay_rate=decay_rate,
-      clipping_threshold=clipping_threshold,
-      multiply_by_parameter_scale=multiply_by_parameter_scale,
-      min_dim_size_to_factor=min_dim_size_to_factor,
-      momentum=momentum,
-      weight_decay_rate=weight_decay_rate,
-      eps=eps, eps_scale=eps_scale, factored=factored)
+# Adafactor as T5X runs it (second moments factored by logical axes, update clipping,
+# parameter scale): `adafactor.adafactor` itself, configurable as `optimizers.adafactor`.
+# `create_optimizer` passes it the schedule.
+adafactor = gin.external_configurable(adafactor_lib.adafactor, module='optimizers')
 
 
 @gin.configurable(module='optimizers')

@@ -3,14 +3,71 @@
 Kept apart so that sibling jobs import this module rather than each other.
 """
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax.linen as nn
+import gin
 import jax
 
-from crosstask.runtime import checkpoints, data, inference, partitioning
+from crosstask.runtime import checkpoints, data, inference, partitioning, platform
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointJob:
+  """The parameters T5X's eval and infer scripts share, resolved for this platform.
+
+  `model` has its 'auto' attention and remat chosen for `partitioner`'s mesh, and
+  `dataset_cfg` is checked against the model's vocabulary. `prompt_with_targets`
+  (T5X's name) forces each example's targets as its decoder prompt: for tasks whose
+  targets are a prompt only (CiteSum's "This paper" on SciTLDR). `num_decodes` is
+  the beam size when the model decodes with beam search.
+  """
+  model: Any
+  dataset_cfg: data.DatasetConfig
+  restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig
+  partitioner: partitioning.Partitioner
+  output_dir: str
+  num_examples: int | None
+  prompt_with_targets: bool
+  num_decodes: int
+
+  def inference_runner(self) -> tuple[Any, inference.Inference]:
+    """(abstract parameters to restore into, the runner), as `inference_runner` gives."""
+    return inference_runner(self.model, self.partitioner, self.dataset_cfg,
+                            prompt_with_targets=self.prompt_with_targets,
+                            num_decodes=self.num_decodes)
+
+
+def checkpoint_job(run: Callable[[CheckpointJob], Any]) -> Callable[..., Any]:
+  """`run(job)` as a job with T5X's keyword parameters, to make gin-configurable.
+
+  The parameters are `CheckpointJob`'s fields (`partitioner` None: the default
+  Partitioner); the returned function keeps `run`'s name and docstring.
+  """
+  def job(*,
+          model: Any = gin.REQUIRED,
+          dataset_cfg: data.DatasetConfig = gin.REQUIRED,
+          restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
+          partitioner: partitioning.Partitioner | None = None,
+          output_dir: str = gin.REQUIRED,
+          num_examples: int | None = None,
+          prompt_with_targets: bool = False,
+          num_decodes: int = 1):
+    partitioner = partitioner or partitioning.Partitioner()
+    model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
+    return run(CheckpointJob(
+        model=model, dataset_cfg=data.check_run_vocabulary(model, dataset_cfg),
+        restore_checkpoint_cfg=restore_checkpoint_cfg, partitioner=partitioner,
+        output_dir=output_dir, num_examples=num_examples,
+        prompt_with_targets=prompt_with_targets, num_decodes=num_decodes))
+
+  # Not functools.wraps: gin reads the parameters of `job`, not of `run`.
+  for attr in ('__module__', '__name__', '__qualname__', '__doc__'):
+    setattr(job, attr, getattr(run, attr))
+  return job
 
 
 def param_template(model: Any, partitioner: partitioning.Partitioner,

@@ -103,6 +103,7 @@ def test_unknown_task_lists_close_matches(tiny_task):
     list(train_vocab.task_texts(tiny_task, "dev"))
 
 
+@pytest.mark.slow
 def test_train_from_text_file_as_subprocess(tmp_path):
   text_file = tmp_path / "corpus.txt"
   text_file.write_text("\n".join(ZH * 2 + EN * 2) + "\n", encoding="utf-8")

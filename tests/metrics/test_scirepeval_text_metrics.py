@@ -45,10 +45,10 @@ def test_yes_no_accuracy_and_length_check():
     tm.yes_no_accuracy(["yes", "no"], ["yes"])
 
 
-def test_eval_package_imports_without_tensorflow_seqio_or_jax():
+def test_metrics_package_imports_without_tensorflow_seqio_or_jax():
   import subprocess, sys
   code = ("import sys\nfor m in ('tensorflow', 'seqio', 'jax'): sys.modules[m] = None\n"
-          "import crosstask.scirepeval_eval, crosstask.metrics.scirepeval.score\n"
-          "import crosstask.metrics.scirepeval.text_metrics\n")
+          "import crosstask.metrics.scirepeval.probes, crosstask.metrics.scirepeval.few_shot\n"
+          "import crosstask.metrics.scirepeval.ranking, crosstask.metrics.scirepeval.text_metrics\n")
   res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
   assert res.returncode == 0, res.stderr[-2000:]

@@ -4,6 +4,7 @@ import dataclasses
 import types
 
 import numpy as np
+import pytest
 import torch
 import transformers
 import jax
@@ -56,6 +57,7 @@ def test_logits_match_with_start_id_1(tmp_path):
   assert np.abs(np.asarray(other)[:, 0] - want[:, 0]).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_greedy_matches_generate_with_start_id_1(tmp_path):
   hf = _longlm_folder(tmp_path / "longlm", seed=2)
   config, params = hf_import.load_hf_checkpoint(tmp_path / "longlm")

@@ -93,6 +93,7 @@ def test_dot_product_matches_xla_with_bias_padding_segments_and_causal():
   _assert_matches_xla("dot_product", rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.slow
 def test_flash_kernel_in_interpret_mode_matches_xla():
   with pltpu.force_tpu_interpret_mode():
     _assert_matches_xla("flash", rtol=2e-4, atol=2e-5)
@@ -165,6 +166,7 @@ def test_fused_attention_skips_probability_dropout_only():
   assert np.array_equal(apply(1), apply(1))
 
 
+@pytest.mark.slow
 def test_flash_runs_per_shard_under_a_mesh():
   """Under a data x model mesh the kernel runs on each device's examples and heads
   (a Pallas kernel cannot be partitioned by the compiler) and gives the same values

@@ -74,7 +74,7 @@ def _hf_logits(hf, enc, dec):
 
 
 @pytest.mark.parametrize("kind,fmt", [("t5_1_0", "safetensors"), ("t5_1_1", "bin"),
-                                      ("mt5", "safetensors")])
+                                      pytest.param("mt5", "safetensors", marks=pytest.mark.slow)])
 def test_logits_match_pytorch(tmp_path, kind, fmt):
   hf = _hf_model(kind)
   config, params = hf_import.load_hf_checkpoint(_save(hf, tmp_path / kind, fmt))
@@ -100,7 +100,7 @@ def _model(config, decode_fn=decoding.temperature_sample, **decoder_params):
       default_decoder_params=decoder_params or None)
 
 
-@pytest.mark.parametrize("kind", ["t5_1_0", "mt5"])
+@pytest.mark.parametrize("kind", ["t5_1_0", pytest.param("mt5", marks=pytest.mark.slow)])
 def test_greedy_matches_generate(tmp_path, kind):
   hf = _hf_model(kind, seed=5)
   config, params = hf_import.load_hf_checkpoint(_save(hf, tmp_path / kind))

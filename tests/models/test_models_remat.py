@@ -38,7 +38,9 @@ def _loss_and_grads(policy, scan_layers=False):
   return jax.jit(jax.value_and_grad(loss))(params)
 
 
-@pytest.mark.parametrize("policy", ["full", "dots", "minimal", "auto"])
+# The fast set (`-m 'not slow'`) checks the full policy; the full suite every one.
+@pytest.mark.parametrize("policy", ["full", *(pytest.param(p, marks=pytest.mark.slow)
+                                              for p in ("dots", "minimal", "auto"))])
 def test_remat_keeps_loss_and_gradients(policy):
   ref_loss, ref_grads = _loss_and_grads("none")
   loss, grads = _loss_and_grads(policy)
@@ -46,7 +48,7 @@ def test_remat_keeps_loss_and_gradients(policy):
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), grads, ref_grads)
 
 
-@pytest.mark.parametrize("policy", ["full", "minimal"])
+@pytest.mark.parametrize("policy", ["full", pytest.param("minimal", marks=pytest.mark.slow)])
 def test_remat_inside_layer_scan_keeps_loss_and_gradients(policy):
   ref_loss, ref_grads = _loss_and_grads("none", True)
   loss, grads = _loss_and_grads(policy, True)

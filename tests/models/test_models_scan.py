@@ -91,7 +91,8 @@ def test_stack_and_unstack_round_trip_and_refuse_gaps():
 
 
 @pytest.mark.parametrize("decode_fn,params", [
-    (decoding.temperature_sample, {"temperature": 0.0}),  # greedy
+    pytest.param(decoding.temperature_sample, {"temperature": 0.0},  # greedy
+                 marks=pytest.mark.slow),
     (decoding.beam_search, {}),  # 2 beams: the cache is repeated and reordered per beam
 ])
 def test_decoding_scanned_equals_unscanned(decode_fn, params):

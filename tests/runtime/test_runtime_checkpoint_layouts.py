@@ -28,7 +28,7 @@ def _trainer(scan_layers: bool) -> trainer_lib.Trainer:
                              SHAPES)
 
 
-@pytest.mark.parametrize('saved_scanned', [False, True])
+@pytest.mark.parametrize('saved_scanned', [pytest.param(False, marks=pytest.mark.slow), True])
 def test_params_load_into_the_other_layer_layout(tmp_path, saved_scanned):
   writer, reader = _trainer(saved_scanned), _trainer(not saved_scanned)
   state = writer.init_state(seed=0)

@@ -96,6 +96,7 @@ class _Payload:
     return (open, (self.marker, 'w'))
 
 
+@pytest.mark.slow
 def test_restore_never_unpickles(tmp_path, monkeypatch):
   import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
   trainer, cfg = _trainer()

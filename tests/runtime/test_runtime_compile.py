@@ -45,6 +45,7 @@ def _total_bytes(tree) -> int:
   return sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('layout', LAYOUTS)
 def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   if layout != 'data' and not _has_layouts():
@@ -78,6 +79,7 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   assert result.flops_per_chip > 0 and result.compile_s > 0
 
 
+@pytest.mark.slow
 def test_cli_json_last_line_reports_a_fitting_chip():
   out = io.StringIO()
   with contextlib.redirect_stdout(out):

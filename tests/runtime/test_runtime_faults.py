@@ -60,6 +60,7 @@ def _restart_from(src, step: int, dst):
   return dst
 
 
+@pytest.mark.slow
 def test_resume_reads_no_consumed_batch(tmp_path, capsys):
   """Restart cost is flat in N: the iterator resumes, the source is not re-read."""
   run = tmp_path / 'run'
@@ -79,6 +80,7 @@ def test_resume_reads_no_consumed_batch(tmp_path, capsys):
   assert pulled[18] < 16 * 8, pulled
 
 
+@pytest.mark.slow
 def test_pipeline_that_cannot_save_its_position_skips_batches(tmp_path, capsys, caplog):
   """A from_generator source has Python state: the run warns and re-reads to skip."""
   run = tmp_path / 'gen'

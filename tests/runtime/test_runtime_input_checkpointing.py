@@ -57,7 +57,9 @@ def _first_buildable(names, cfg_for, want=2, tries=60):
   return found
 
 
-@pytest.mark.parametrize('benchmark', BENCHMARKS)
+# One benchmark's pipeline in the fast set (`-m 'not slow'`); the others with the full suite.
+@pytest.mark.parametrize('benchmark', [
+    b if b == 'csl' else pytest.param(b, marks=pytest.mark.slow) for b in BENCHMARKS])
 def test_task_pipelines_save_and_restore_their_position(benchmark):
   names = _registered_by(benchmark)
   assert names, f'crosstask.tasks.{benchmark} registered no task'

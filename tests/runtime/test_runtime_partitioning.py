@@ -68,8 +68,10 @@ LAYOUTS = [('data', 1, (8, 1, 1)), ('tensor', 8, (1, 1, 8)), ('data', 2, (4, 1, 
            ('fsdp', 1, (1, 8, 1)), ('fsdp+tensor', 2, (1, 4, 2))]
 
 
-@pytest.mark.parametrize('layout,num_partitions,mesh', LAYOUTS,
-                         ids=[f'{l}-{n}' for l, n, _ in LAYOUTS])
+# The fast set (`-m 'not slow'`) runs the layout that splits both ways; the full suite all.
+@pytest.mark.parametrize('layout,num_partitions,mesh', [
+    pytest.param(l, n, m, id=f'{l}-{n}', marks=() if l == 'fsdp+tensor' else pytest.mark.slow)
+    for l, n, m in LAYOUTS])
 def test_layouts_match_single_device(reference, layout, num_partitions, mesh):
   assert len(jax.devices()) == 8
   part = partitioning.Partitioner(num_partitions=num_partitions, layout=layout)

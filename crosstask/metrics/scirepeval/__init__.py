@@ -1,13 +1,12 @@
-"""The official SciRepEval embedding evaluation, reimplemented (scikit-learn, pytrec_eval).
+"""The scoring of the official SciRepEval embedding evaluation (scikit-learn, pytrec_eval).
 
-  data          readers/writers: embeddings JSONL, probe splits, qrels, reviewer metadata
-  benchmark     the 24 tasks (formats, metrics, few-shot runs, data configs)
   probes        LinearSVC / LinearSVR probes with the official grids and folds
   few_shot      the two few-shot procedures (k in total vs k per label)
   ranking       Euclidean / reviewer runs, trec_eval measures
-  averages      the paper's 27-number averages
-  score         one task's official-shape results from an embeddings file
   text_metrics  SeqIO metrics of the text-to-text forms (same sklearn / scipy calls)
+Arrays, runs and qrels in, scores out. The files, the 24 tasks, scoring a task's
+embeddings file and the paper's averages are the task layer's
+(`crosstask.tasks.scirepeval`: readers, benchmark, score, averages);
 `python -m crosstask.scirepeval_eval score|aggregate ...` is the command line.
 Importable without TensorFlow, SeqIO or JAX; scikit-learn, SciPy and pytrec_eval
 (the `scirepeval` extra) load only with the modules that use them.
@@ -15,13 +14,7 @@ Importable without TensorFlow, SeqIO or JAX; scikit-learn, SciPy and pytrec_eval
 
 import importlib
 
-_EXPORTS = {
-    "aggregate": "averages", "combined_average": "averages", "TASKS": "benchmark",
-    "TaskSpec": "benchmark", "get": "benchmark", "ScirepevalDataError": "data",
-    "read_embeddings": "data", "read_probe_split": "data", "read_qrels": "data",
-    "read_reviewer_metadata": "data", "write_embeddings": "data", "embedding_run": "ranking",
-    "ir_metrics": "ranking", "reviewer_run": "ranking", "score_task": "score",
-}
+_EXPORTS = {"embedding_run": "ranking", "ir_metrics": "ranking", "reviewer_run": "ranking"}
 
 
 def __getattr__(name: str):

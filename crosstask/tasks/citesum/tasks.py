@@ -31,7 +31,6 @@ import seqio
 
 from crosstask.metrics import multi_rouge
 from crosstask.metrics import summary_rouge
-from crosstask import vocabularies
 from crosstask.tasks.citesum import fewshot
 from crosstask.tasks.citesum import readers
 from crosstask.tasks.citesum import ref
@@ -177,20 +176,14 @@ def _prompt_task(name: str, prompt: str, mode: str) -> None:
   Decoded with `prompt_with_targets=True`, the model continues the prompt (which
   counts inside the target length, as the paper's max_length counts it).
   """
-  if name in seqio.TaskRegistry.names():
-    return
-  vocab = vocabularies.get(vocabularies.BYTES)
-
   def to_example(record):
     return {**_scitldr_example(record), "targets": _decoder_prompt(record, prompt)}
 
-  seqio.TaskRegistry.add(
+  factory.get_or_register_task(
       name,
       source=sources.records_source(_scitldr_split, ["validation", "test"],
                                     to_example=to_example, extra_features=["references"]),
-      output_features={"inputs": seqio.Feature(vocab, add_eos=True),
-                       "targets": seqio.Feature(vocab, add_eos=False)},
-      preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos_after_trim],
+      output_features=factory.text_features(targets_eos=False),
       postprocess_fn=_postprocess("tldr", "This paper", mode),
       metric_fns=[multi_rouge.rouge_multi])
 
@@ -291,7 +284,6 @@ def _tfds_layout(prompt_and_label: str, target_key: str):
 
 def register_tfds() -> list[str]:
   names = []
-  vocab = vocabularies.get(vocabularies.BYTES)
   for dataset, tfds_name in TFDS_NAMES.items():
     target = _NEWS[dataset][1]
     for source_output in (None, "tldr", "title"):
@@ -301,15 +293,11 @@ def register_tfds() -> list[str]:
       else:
         head = _abstract_inputs("", source_output)
         name, field = f"{dataset}_tfds_as_abstract_to_{source_output}", source_output
-      if name not in seqio.TaskRegistry.names():
-        seqio.TaskRegistry.add(
-            name, source=seqio.TfdsDataSource(tfds_name=tfds_name),
-            preprocessors=[_tfds_layout(head, "summary"), seqio.preprocessors.tokenize,
-                           seqio.preprocessors.append_eos_after_trim],
-            output_features={"inputs": seqio.Feature(vocab, add_eos=True),
-                             "targets": seqio.Feature(vocab, add_eos=True)},
-            postprocess_fn=_postprocess(field, "", "paper"),
-            metric_fns=[_single_field_rouge])
+      factory.get_or_register_task(
+          name, source=seqio.TfdsDataSource(tfds_name=tfds_name),
+          preprocessors=[_tfds_layout(head, "summary"), *factory.TOKENIZE],
+          postprocess_fn=_postprocess(field, "", "paper"),
+          metric_fns=[_single_field_rouge])
       names.append(name)
   return names
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import seqio
 
@@ -54,6 +54,42 @@ def field_metrics(schema: Schema, outputs: Sequence[str]) -> Callable:
   return fn
 
 
+TOKENIZE = (seqio.preprocessors.tokenize, seqio.preprocessors.append_eos_after_trim)
+
+
+def text_features(vocabulary: seqio.Vocabulary | None = None, *, targets_eos: bool = True
+                  ) -> dict[str, seqio.Feature]:
+  """`inputs` and `targets` over one vocabulary (bytes for None), both ending in EOS unless
+  `targets_eos` is False (targets that are a decoder prompt, continued by the model)."""
+  vocab = vocabulary if vocabulary is not None else vocabularies.get(vocabularies.BYTES)
+  return {"inputs": seqio.Feature(vocab, add_eos=True),
+          "targets": seqio.Feature(vocab, add_eos=targets_eos)}
+
+
+def get_or_register_task(name: str, *, source: seqio.DataSource,
+                         preprocessors: Sequence[Callable] = TOKENIZE,
+                         output_features: Mapping[str, seqio.Feature] | None = None,
+                         postprocess_fn: Callable | None = None,
+                         metric_fns: Sequence[Callable] = (),
+                         shuffle_buffer_size: int | None = seqio.SHUFFLE_BUFFER_SIZE,
+                         register: bool = True) -> seqio.Task:
+  """The task registered as `name`; else a new seqio.Task, registered unless told not to.
+
+  Registration is idempotent: whatever else is passed, a registered name gives the
+  registered task. `output_features` None: `text_features()` (bytes, both with EOS).
+  """
+  if register and name in seqio.TaskRegistry.names():
+    return seqio.TaskRegistry.get(name)
+  task = seqio.Task(
+      name, source=source,
+      output_features=dict(output_features) if output_features is not None else text_features(),
+      preprocessors=list(preprocessors), postprocess_fn=postprocess_fn,
+      metric_fns=list(metric_fns), shuffle_buffer_size=shuffle_buffer_size)
+  if register:
+    seqio.TaskRegistry.add_provider(name, task)
+  return task
+
+
 def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Sequence[str],
                lang: str, read_split: Callable[[str], object], splits: Sequence[str],
                vocabulary: seqio.Vocabulary | None = None,
@@ -72,8 +108,6 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
   task for another vocabulary comes from `register_for_vocabulary`.
   `prompt` replaces the arrow prompt in front of the labelled inputs.
   """
-  if register and name in seqio.TaskRegistry.names():
-    return seqio.TaskRegistry.get(name)
   if lang not in layout.LANGS:
     raise ValueError(f"lang must be one of {layout.LANGS}, got {lang!r}")
   inputs, outputs = schema.check(inputs, "inputs"), schema.check(outputs, "outputs")
@@ -90,22 +124,17 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
   if metric_fns is None:
     has_metric = any(schema[f].metric_fn is not None for f in outputs)
     metric_fns = [field_metrics(schema, outputs)] if has_metric else []
-  vocab = vocabulary if vocabulary is not None else vocabularies.get(vocabularies.BYTES)
-  task = seqio.Task(
+  return get_or_register_task(
       name,
       source=sources.records_source(read_split, splits, to_example=to_example,
                                     extra_features=extra_features),
-      output_features={"inputs": seqio.Feature(vocab, add_eos=True),
-                       "targets": seqio.Feature(vocab, add_eos=True)},
-      preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos_after_trim,
-                     *preprocessors_after_tokenize],
+      output_features=text_features(vocabulary),
+      preprocessors=[*TOKENIZE, *preprocessors_after_tokenize],
       postprocess_fn=postprocess_fn,
-      metric_fns=list(metric_fns),
+      metric_fns=metric_fns,
       # Seeded by get_dataset(seed=...), so a training order is reproducible.
-      shuffle_buffer_size=shuffle_buffer_size)
-  if register:
-    seqio.TaskRegistry.add_provider(name, task)
-  return task
+      shuffle_buffer_size=shuffle_buffer_size,
+      register=register)
 
 
 def arrow_task_prompts(name: str, *, prompts: Sequence[str], **task_kwargs

@@ -85,6 +85,12 @@ def require(record: Mapping, fields: Sequence[str], where: str) -> None:
                     f"has {sorted(record)}")
 
 
+def _bad_rows(on_bad_row: str, bad: BadRows | None) -> BadRows:
+  """Checks `on_bad_row`; the BadRows to count skipped rows in (a new one for None)."""
+  check_on_bad_row(on_bad_row)
+  return bad if bad is not None else BadRows()
+
+
 def _problem(message: str, on_bad_row: str, bad: BadRows) -> None:
   """Raises the located `message`, or counts it when skipping."""
   if on_bad_row == "raise":
@@ -100,8 +106,7 @@ def scan_tsv(path: PathLike, ncols: int | None = None, *, on_bad_row: str = "rai
   Keeping skipped lines in place lets a caller join several files row by row
   (CSL's four benchmark files) without one bad line shifting the others.
   """
-  check_on_bad_row(on_bad_row)
-  bad = bad if bad is not None else BadRows()
+  bad = _bad_rows(on_bad_row, bad)
   file = require_file(path, "TSV file")
   header = skip_header
   with open(file, "rb") as f:
@@ -144,8 +149,7 @@ def read_tsv(path: PathLike, ncols: int | None = None, *, on_bad_row: str = "rai
 def read_jsonl(path: PathLike, *, on_bad_row: str = "raise",
                bad: BadRows | None = None) -> Iterator[Row]:
   """One JSON object per non-blank line."""
-  check_on_bad_row(on_bad_row)
-  bad = bad if bad is not None else BadRows()
+  bad = _bad_rows(on_bad_row, bad)
   file = require_file(path, "JSON-lines file")
   with open(file, "rb") as f:
     for lineno, raw in enumerate(f, start=1):
@@ -181,13 +185,17 @@ def read_json(path: PathLike) -> Any:
     raise DataError(f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
 
 
+def _whole_json(path: PathLike, on_bad_row: str, bad: BadRows | None
+                ) -> tuple[Any, pathlib.Path, BadRows]:
+  """(the file's JSON value, its path, the BadRows) for a reader of a whole-file JSON."""
+  bad = _bad_rows(on_bad_row, bad)  # A bad on_bad_row is named before the file is read.
+  return read_json(path), as_path(path), bad
+
+
 def read_json_records(path: PathLike, *, on_bad_row: str = "raise",
                       bad: BadRows | None = None) -> Iterator[Row]:
   """The records of a file holding one JSON list (objects or lists, e.g. CLUE C3)."""
-  check_on_bad_row(on_bad_row)
-  bad = bad if bad is not None else BadRows()
-  data = read_json(path)
-  file = as_path(path)
+  data, file, bad = _whole_json(path, on_bad_row, bad)
   if not isinstance(data, list):
     raise DataError(f"{file}: expected a JSON list of records, got {type(data).__name__}")
   for i, value in enumerate(data):
@@ -219,10 +227,7 @@ def _squad_question(qa, where: str, title: str, context: str) -> dict:
 def read_squad(path: PathLike, *, on_bad_row: str = "raise",
                bad: BadRows | None = None) -> Iterator[Row]:
   """One Row per question of a SQuAD-style file (CMRC 2018 and friends)."""
-  check_on_bad_row(on_bad_row)
-  bad = bad if bad is not None else BadRows()
-  data = read_json(path)
-  file = as_path(path)
+  data, file, bad = _whole_json(path, on_bad_row, bad)
   require(data, ("data",), str(file))
   for i, article in enumerate(data["data"]):
     where_article = f"{file}[data {i}]"
@@ -254,8 +259,7 @@ def convert(rows: Iterable[Row], fn: Callable[[Row], Any], *, on_bad_row: str = 
 
   A DataError from `fn` is re-raised, or counted in `bad` when skipping.
   """
-  check_on_bad_row(on_bad_row)
-  bad = bad if bad is not None else BadRows()
+  bad = _bad_rows(on_bad_row, bad)
   for row in rows:
     try:
       out = fn(row)

@@ -24,7 +24,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from crosstask import vocabularies
+from crosstask.tasks.common import factory
 from crosstask.tasks.lot import corpus
 from crosstask.tasks.lot import pretraining
 
@@ -84,21 +84,15 @@ def pretrain_bleu(targets: Sequence[dict], predictions: Sequence[str]) -> dict[s
 
 
 def _task(name: str, objective) -> seqio.Task:
-  if name in seqio.TaskRegistry.names():
-    return seqio.TaskRegistry.get(name)
-  vocab = vocabularies.get(vocabularies.BYTES)  # other vocabularies: register(vocabulary)
-  task = seqio.Task(
+  # Bytes; other vocabularies: register(vocabulary).
+  return factory.get_or_register_task(
       name,
       source=seqio.FunctionDataSource(_dataset_fn, splits=SPLITS),
-      output_features={"inputs": seqio.Feature(vocab, add_eos=True),
-                       "targets": seqio.Feature(vocab, add_eos=True)},
       preprocessors=[seqio.preprocessors.tokenize, segment, objective,
                      seqio.preprocessors.append_eos_after_trim],
       postprocess_fn=postprocess,
       metric_fns=[perplexity, pretrain_bleu],
       shuffle_buffer_size=10_000)
-  seqio.TaskRegistry.add_provider(name, task)
-  return task
 
 
 def pretrain_mixture(infill_rate: float = 0.5) -> str:

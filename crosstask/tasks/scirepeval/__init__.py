@@ -1,13 +1,18 @@
 """SciRepEval (allenai/scirepeval) as SeqIO tasks; importing this package registers them.
 
-  readers  every official file format as plain records (ids as strings, located errors)
-  inputs   encoder inputs of the embedding path (format codes + labelled fields)
-  text     the 23 text forms (all but S2AND): prompts, targets, (query, candidate) pairs,
-           and the fields (SCHEMA) they are laid out with
-  records  the examples of each task and split from the data root
-  tasks    registration and the mixtures
-The embedding evaluation itself lives in `crosstask.scirepeval_eval`; embedding
-and relevance ranking in `crosstask.embed` / `crosstask.relevance`.
+  readers    every official file format as plain records (ids as strings, located errors):
+             meta, training, probe splits, qrels, reviewers, embeddings
+  benchmark  the 24 tasks (formats, metrics, few-shot runs, data configs)
+  score      one task's official-shape results from an embeddings file and its test data
+  averages   the paper's 27-number averages over the tasks' results
+  inputs     encoder inputs of the embedding path (format codes + labelled fields)
+  text       the 23 text forms (all but S2AND): prompts, targets, (query, candidate) pairs,
+             and the fields (SCHEMA) they are laid out with
+  records    the examples of each task and split from the data root
+  tasks      registration and the mixtures
+The scoring itself (probes, few-shot runs, trec_eval) is `crosstask.metrics.scirepeval`;
+the command lines are `crosstask.scirepeval_eval` (score, aggregate), `crosstask.embed`
+and `crosstask.relevance`.
 Registration reads no data: sources open their files only when a dataset is built.
 """
 

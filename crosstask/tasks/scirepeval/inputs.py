@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from crosstask.metrics.scirepeval import benchmark as B
+from crosstask.tasks.scirepeval import benchmark as B
 from crosstask.tasks.scirepeval import readers
 
 FIELD_LABELS = {"title": "Title", "abstract": "Abstract", "venue": "Venue", "year": "Year",

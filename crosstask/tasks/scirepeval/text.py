@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crosstask.metrics.scirepeval import benchmark as B
+from crosstask.tasks.scirepeval import benchmark as B
 from crosstask.tasks.common.schema import Field, Schema
 from crosstask.tasks.scirepeval import inputs as I
 

@@ -18,6 +18,7 @@ import seqio
 import tensorflow as tf
 
 from crosstask import paths
+from crosstask.tasks.common import factory
 from crosstask.tasks.common import sampling
 from crosstask.tasks.xbench import scenarios as S
 
@@ -178,17 +179,14 @@ def register_member(scenario: S.Scenario, stage: str, index: int) -> str:
   """Registers `xbench_<scenario>_<stage>_<task>` over a member's source task (no data read)."""
   member = scenario.members(stage)[index]
   name = scenario.task_name(stage, member.task)
-  if name in seqio.TaskRegistry.names():
-    return name
   source = seqio.get_mixture_or_task(member.task)
-  seqio.TaskRegistry.add(
+  return factory.get_or_register_task(
       name,
       source=seqio.FunctionDataSource(
           functools.partial(_dataset_fn, scenario=scenario.name, stage=stage, index=index),
           splits=stage_splits(stage)),
-      preprocessors=list(source.preprocessors),
+      preprocessors=source.preprocessors,
       output_features=source.output_features,
       postprocess_fn=source.postprocess_fn,
-      metric_fns=list(source.predict_metric_fns) + list(source.score_metric_fns),
-      shuffle_buffer_size=source.shuffle_buffer_size)
-  return name
+      metric_fns=[*source.predict_metric_fns, *source.score_metric_fns],
+      shuffle_buffer_size=source.shuffle_buffer_size).name

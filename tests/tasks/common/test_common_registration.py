@@ -30,6 +30,7 @@ def test_import_registers_nothing_and_gin_parsing_imports_no_tensorflow():
   assert res.stdout.strip().endswith("%VOCABULARY_PATH")
 
 
+@pytest.mark.slow
 def test_task_modules_import_without_the_runtime_and_list():
   res = _python("import seqio\nn = len(seqio.TaskRegistry.names())\n"
                 "import crosstask.tasks.csl as csl\n"
@@ -168,6 +169,7 @@ def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
     data.check_run_vocabulary(_model(sp, 2432), run("runtime_copy", "runtime_helpers"))
 
 
+@pytest.mark.slow
 def test_every_benchmark_imports_under_a_locked_gin_config():
   """Task modules register no gin configurables, so a finalized config needs no unlocking."""
   res = _python(

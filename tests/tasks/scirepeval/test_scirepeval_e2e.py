@@ -55,8 +55,9 @@ def test_embed_score_and_rank_the_shared_samples(official_data, tmp_path):
   assert all(abs(r["score"] - (r["log_p_yes"] - r["log_p_no"])) < 1e-4 for r in run)
   results = json.loads((tmp_path / "rel" / "scirepeval_search-results.json").read_text())
   # The ranking is scored by the same trec_eval code as the embedding path.
-  from crosstask.metrics.scirepeval import data, ranking
-  qrels = {q: d for q, d in data.read_qrels(search / "test_qrel.jsonl").items()
+  from crosstask.metrics.scirepeval import ranking
+  from crosstask.tasks.scirepeval import readers
+  qrels = {q: d for q, d in readers.read_qrels(search / "test_qrel.jsonl").items()
            if q in {r["query_id"] for r in run}}
   want = ranking.ir_metrics(qrels, ranking.scores_run(
       [(r["query_id"], r["cand_id"], r["score"]) for r in run]), ["ndcg"])

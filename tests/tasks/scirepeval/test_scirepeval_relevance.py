@@ -8,8 +8,9 @@ import pytest
 
 import runtime_subprocess as rs
 from crosstask import relevance
-from crosstask.metrics.scirepeval import data, ranking
+from crosstask.metrics.scirepeval import ranking
 from crosstask.runtime import checkpoints
+from crosstask.tasks.scirepeval import readers
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "scirepeval"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -33,7 +34,7 @@ def test_rank_relish_rows_with_qrels(tiny, tmp_path):
   assert [(r["query_id"], r["cand_id"], r["grade"]) for r in run] == [
       ("r0", "c1", 2), ("r0", "c2", 0), ("r0", "c3", 1), ("r1", "c2", 0), ("r1", "c4", 0)]
   # Judged c9 has no text: it stays in the qrels (ideal DCG), as in the embedding path.
-  want = ranking.ir_metrics(data.read_qrels(qrels_path), ranking.scores_run(
+  want = ranking.ir_metrics(readers.read_qrels(qrels_path), ranking.scores_run(
       [(r["query_id"], r["cand_id"], r["score"]) for r in run]), ["ndcg"])
   assert got["RELISH"] == want and want["ndcg"] <= 50.0  # r1 has only c9 relevant.
 
@@ -41,7 +42,7 @@ def test_rank_relish_rows_with_qrels(tiny, tmp_path):
 def test_rank_reviewers(tiny, tmp_path):
   model, restore = tiny
   prm = FIXTURES / "paper_reviewer_matching"
-  reviewers = data.read_reviewer_metadata(prm / "reviewer_metadata.jsonl")
+  reviewers = readers.read_reviewer_metadata(prm / "reviewer_metadata.jsonl")
   meta = tmp_path / "meta.jsonl"
   with open(meta, "w") as f:
     for pid in ["p0", "p1"] + [p for ps in reviewers.values() for p in ps]:

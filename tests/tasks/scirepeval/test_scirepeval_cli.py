@@ -12,7 +12,7 @@ from scipy import stats
 
 from crosstask import scirepeval_eval as cli
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "scirepeval"
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "scirepeval"
 EMB = str(FIXTURES / "embeddings.jsonl")
 
 

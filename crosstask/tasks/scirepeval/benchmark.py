@@ -11,7 +11,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 
-from crosstask.metrics.scirepeval import data
+from crosstask.tasks.scirepeval import readers
 
 CLASSIFICATION, REGRESSION, PROXIMITY, SEARCH = (
     "classification", "regression", "proximity", "adhoc_search")
@@ -101,11 +101,11 @@ def get(name: str) -> TaskSpec:
 def read_tasks_config(path) -> dict[str, TaskSpec]:
   """The official `scirepeval_tasks.jsonl` as TaskSpecs (in-train flags from our table)."""
   out = {}
-  for where, value in data.iter_jsonl(path):
-    d = data.require_object(value, where)
-    data.require_fields(d, ("name", "type", "data", "metrics"), where)
+  for where, value in readers.iter_jsonl(path):
+    d = readers.require_object(value, where)
+    readers.require_fields(d, ("name", "type", "data", "metrics"), where)
     if d["type"] not in FORMAT_SHORT:
-      raise data.located(where, f"field 'type': unknown format {d['type']!r}")
+      raise readers.located(where, f"field 'type': unknown format {d['type']!r}")
     cfg = d["data"]
     meta, test = cfg.get("meta"), cfg.get("test", cfg.get("meta"))
     config = lambda x: x["config"] if isinstance(x, Mapping) else str(x)

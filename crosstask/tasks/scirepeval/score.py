@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from crosstask.metrics.scirepeval import benchmark as B
-from crosstask.metrics.scirepeval import data, few_shot, probes, ranking
+from crosstask.tasks.scirepeval import benchmark as B
+from crosstask.metrics.scirepeval import few_shot, probes, ranking
+from crosstask.tasks.scirepeval import readers
 
 _MARKERS = ("train.csv", "train.jsonl", "test_qrel.jsonl", "test_hard_qrel.jsonl")
 
@@ -53,7 +54,7 @@ def probe_arrays(rows, embeddings: Mapping[str, np.ndarray], where: str
   if any(isinstance(l, list) for l in labels):
     lengths = {len(l) if isinstance(l, list) else -1 for l in labels}
     if len(lengths) != 1:
-      raise data.ScirepevalDataError(f"{where}: multi-label rows need multi-hot lists of one "
+      raise readers.ScirepevalDataError(f"{where}: multi-label rows need multi-hot lists of one "
                                      f"length; got lengths {sorted(lengths)}")
   return x, np.array(labels), len(rows) - len(kept)
 
@@ -63,9 +64,9 @@ def score_supervised(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
                      n_jobs: int = 1, few_shot_runs: bool = True,
                      info: dict | None = None) -> dict[str, Any]:
   train_path, test_path = _split_file(directory, "train"), _split_file(directory, "test")
-  x_train, y_train, drop_train = probe_arrays(data.read_probe_split(train_path), embeddings,
+  x_train, y_train, drop_train = probe_arrays(readers.read_probe_split(train_path), embeddings,
                                               str(train_path))
-  x_test, y_test, drop_test = probe_arrays(data.read_probe_split(test_path), embeddings,
+  x_test, y_test, drop_test = probe_arrays(readers.read_probe_split(test_path), embeddings,
                                            str(test_path))
   if spec.type == B.REGRESSION:
     preds = probes.regress(x_train, y_train.astype(float), x_test, backend=backend,
@@ -73,7 +74,7 @@ def score_supervised(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
     complete = probes.regression_metrics(y_test.astype(float), preds, spec.metrics)
   else:
     if spec.multi_label and y_train.ndim != 2:
-      raise data.ScirepevalDataError(f"{train_path}: {spec.name} is multi-label; labels must "
+      raise readers.ScirepevalDataError(f"{train_path}: {spec.name} is multi-label; labels must "
                                      "be multi-hot lists")
     preds = probes.classify(x_train, y_train, x_test, multi_label=spec.multi_label,
                             backend=backend, n_jobs=n_jobs)
@@ -94,17 +95,17 @@ def score_supervised(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
 def score_ranking(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
                   directory: pathlib.Path, info: dict | None = None) -> dict[str, Any]:
   if spec.name == "Paper-Reviewer Matching":
-    reviewers = data.read_reviewer_metadata(directory / "reviewer_metadata.jsonl")
+    reviewers = readers.read_reviewer_metadata(directory / "reviewer_metadata.jsonl")
     splits = [(f"{s}_", directory / f"test_{s}_qrel.jsonl") for s in ("hard", "soft")]
     if not all(p.is_file() for _, p in splits):
       splits = [("", directory / "test_qrel.jsonl")]
     out = {}
     for prefix, path in splits:
-      qrels = data.read_qrels(path)
+      qrels = readers.read_qrels(path)
       run = ranking.reviewer_run(embeddings, qrels, reviewers)
       out.update({prefix + k: v for k, v in ranking.ir_metrics(qrels, run, spec.metrics).items()})
     return out
-  qrels = data.read_qrels(data.require_file(directory / "test_qrel.jsonl", "qrels"))
+  qrels = readers.read_qrels(readers.require_file(directory / "test_qrel.jsonl", "qrels"))
   missing = ranking.Missing()
   run = ranking.embedding_run(embeddings, qrels, missing)
   out = ranking.ir_metrics(qrels, run, spec.metrics)
@@ -127,7 +128,7 @@ def score_task(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray] | str | os
     return {"not_run": True, "reason": "S2AND is scored by allenai/S2AND" if spec.external
             else f"{spec.name} is a training-only task"}
   if not isinstance(embeddings, Mapping):
-    embeddings = data.read_embeddings(embeddings, float16=float16)
+    embeddings = readers.read_embeddings(embeddings, float16=float16)
   directory = task_dir(spec, data_dir)
   if spec.type in (B.CLASSIFICATION, B.REGRESSION):
     return score_supervised(spec, embeddings, directory, backend=backend, n_jobs=n_jobs,

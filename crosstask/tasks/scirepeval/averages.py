@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from crosstask.metrics.scirepeval import benchmark as B
+from crosstask.tasks.scirepeval import benchmark as B
 
 IN_TRAIN_COUNT, OUT_OF_TRAIN_COUNT = 7, 20
 FORMAT_COUNTS = {"in_train": {"CLF": 2, "RGN": 2, "PRX": 2, "SRCH": 1},

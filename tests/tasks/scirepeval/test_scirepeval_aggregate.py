@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from crosstask.metrics.scirepeval import averages as agg
-from crosstask.metrics.scirepeval import benchmark as B
+from crosstask.tasks.scirepeval import averages as agg
+from crosstask.tasks.scirepeval import benchmark as B
 
 # Appendix H (MTL CTRL trained on format subsets): in-train CLF RGN PRX SRCH,
 # out-of-train CLF RGN PRX SRCH, out-of-train Avg, overall Avg.
