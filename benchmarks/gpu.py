@@ -21,8 +21,7 @@ OOM or a crash costs that row only (it is recorded with its error). Rows:
   decode:MODEL:BEAMS:BATCH[:FLAGS[:scan]]   the model's two decoding programs (encode; a
                                         while_loop over the cache), 512 in, 128 out
   (`scan`: the layer stacks as one nn.scan each, which compiles in a fraction of the
-  unrolled stack's time: LongLM-large's unrolled train step took 369 s to compile on
-  an H100 machine)
+  unrolled stack's time; benchmarks/README.md gives both)
   hf-decode:MODEL:BEAMS:BATCH[:CACHE]   `generate`, CACHE 'static' (the default) or
                                         'dynamic'; a crosstask row's ratio
                                         is against its fastest HF twin

@@ -100,9 +100,9 @@ PROFILES = {
         encoder_compiler_options=_CPU_DECODING, loop_compiler_options=_CPU_DECODING,
         tune_host_malloc=True, prng_impl='threefry2x32', attention='xla', remat='none'),
     # XLA's defaults are the tuned ones on accelerators; gin can still add options.
-    # Measured on an H100 (benchmarks/README.md, GPU): cuDNN attention beat the XLA path
-    # by 38% at equal batch; 'dots' remat let LongLM-large reach 34% MFU at 4x the batch
-    # that 'none' fits. XLA's defaults stayed: no flag tried there paid.
+    # Chosen by measurement on an H100 (benchmarks/README.md, GPU): cuDNN attention is
+    # faster and smaller than the XLA path at equal batch, and 'dots' remat fits a larger
+    # batch at a higher MFU than none. XLA's defaults stay: no flag tried there paid.
     'gpu': Profile(name='gpu', prng_impl='unsafe_rbg', attention='cudnn', remat='dots'),
     'tpu': Profile(name='tpu', prng_impl='unsafe_rbg', attention='flash', remat='full'),
 }
