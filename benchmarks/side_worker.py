@@ -250,12 +250,12 @@ class CrosstaskSide(_Side):
         fn = _inference_fn(model, params, feats, beams)
       else:
         params, jbatch = jax.device_put(params), jax.device_put(feats)
-        fn = _decoding_fn(model, params, jbatch, beams, platform.profile())
+        fn = decoding_fn(model, params, jbatch, beams, platform.profile())
       output = cut_at_eos(fn().tolist())
     return self._ready(fn, output)
 
 
-def _decoding_fn(model, params, batch: dict, beams: int, profile):
+def decoding_fn(model, params, batch: dict, beams: int, profile):
   """The model's two decoding programs, each jitted with the profile's options for it
   (as the runtime's Inference does, without its dataset and mesh)."""
   import jax
