@@ -1,5 +1,6 @@
 """Starting the entry points as real subprocesses on the tiny test config."""
 
+import contextlib
 import os
 import pathlib
 import subprocess
@@ -42,3 +43,22 @@ def start(cmd: list[str], log_path) -> subprocess.Popen:
 def run(cmd: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
   return subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True,
                         timeout=timeout)
+
+
+@contextlib.contextmanager
+def reaped(procs: list[subprocess.Popen]):
+  """Kills whatever of `procs` still runs on leaving: a failed process of a pair would
+  otherwise wait for its peer forever. `procs` may grow inside the block."""
+  try:
+    yield procs
+  finally:
+    for p in procs:
+      if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+def assert_all_succeed(procs: list[subprocess.Popen], logs: list, timeout: int) -> None:
+  """Each process exits 0 within `timeout` s; a failure shows the end of its log."""
+  for p, log in zip(procs, logs):
+    assert p.wait(timeout=timeout) == 0, pathlib.Path(log).read_text()[-3000:]

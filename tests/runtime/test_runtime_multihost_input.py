@@ -31,14 +31,8 @@ def test_hosts_load_the_rows_their_devices_hold_on_meshes_that_are_not_host_majo
                              str(port), str(outs[i])], cwd=rs.REPO, env=env,
                             stdout=open(logs[i], 'w'), stderr=subprocess.STDOUT)
            for i in range(2)]
-  try:
-    for p, log in zip(procs, logs):
-      assert p.wait(timeout=900) == 0, log.read_text()[-3000:]
-  finally:
-    for p in procs:  # A failed process of a pair waits for its peer forever.
-      if p.poll() is None:
-        p.kill()
-        p.wait()
+  with rs.reaped(procs):
+    rs.assert_all_succeed(procs, logs, timeout=900)
   got = [json.loads(o.read_text()) for o in outs]
 
   # Which rows each host loads, from the batch sharding alone.

@@ -87,22 +87,14 @@ def _one_process_reference(model_dir, capsys) -> dict[int, float]:
 @pytest.mark.slow
 def test_two_processes_match_one_including_restart(tmp_path, capsys):
   one, two = tmp_path / 'one', tmp_path / 'two'
-  procs = []
-  try:
+  with rs.reaped([]) as procs:
     first, first_logs = _two_processes(two, STEPS // 2, tmp_path, 'first')
     procs += first
-    for p, log in zip(first, first_logs):
-      assert p.wait(timeout=600) == 0, log.read_text()[-3000:]
+    rs.assert_all_succeed(first, first_logs, timeout=600)
     assert (two / 'checkpoint_3' / 'input' / 'ds-1-of-2.index').is_file()
     second, second_logs = _two_processes(two, STEPS, tmp_path, 'second')
     procs += second
-    for p, log in zip(second, second_logs):
-      assert p.wait(timeout=600) == 0, log.read_text()[-3000:]
-  finally:
-    for p in procs:  # A failed process of a pair waits for its peer forever.
-      if p.poll() is None:
-        p.kill()
-        p.wait()
+    rs.assert_all_succeed(second, second_logs, timeout=600)
   restarted = second_logs[0].read_text()
   assert 'continuing at step 3' in restarted and 'Restored the input position' in restarted
 
