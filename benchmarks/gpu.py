@@ -58,9 +58,6 @@ MODELS = {
     't5_1_1_large': 'crosstask/gin/t5_1_1/large.gin',
     'tiny': 'crosstask/gin/t5_1_1/tiny.gin',  # smoke runs and tests
 }
-# Published dense (no sparsity) bf16 tensor-core peaks, FLOP/s; most specific first.
-PEAK_BF16 = {'H200': 989e12, 'H100 PCIe': 756e12, 'H100': 989e12, 'A100': 312e12,
-             'L40S': 362e12, 'L4': 121e12}
 # XLA GPU options tried per row (a row's FLAGS field); kept in the GPU profile only
 # where a row shows they pay.
 XLA_FLAG_SETS = {
@@ -85,11 +82,10 @@ DEFAULT_ROWS = [
 
 
 def peak_flops(device_kind: str) -> float | None:
-  kind = device_kind.upper()
-  for name, peak in PEAK_BF16.items():
-    if all(part in kind for part in name.upper().split()):
-      return peak
-  return None
+  """Dense bf16 peak of the device, from the runtime's one chip table."""
+  from crosstask.runtime import topology
+  chip = topology.chip_for_device_kind(device_kind)
+  return chip.peak_bf16_flops if chip else None
 
 
 def model_config(model: str, **overrides: Any):

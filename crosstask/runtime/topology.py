@@ -25,22 +25,51 @@ GIB = 1024 ** 3
 
 @dataclasses.dataclass(frozen=True)
 class Chip:
-  """One chip generation's published figures (Cloud TPU system architecture pages)."""
+  """One accelerator's published figures: Cloud TPU system architecture pages, NVIDIA
+  data sheets (SXM parts; dense bf16, no sparsity). The one table the runtime and the
+  benchmarks read peaks, bandwidths and memory from."""
   name: str
   hbm_gib: float  # HBM per chip
   peak_bf16_flops: float  # dense bf16 FLOP/s per chip
   hbm_bytes_per_s: float  # HBM bandwidth per chip
-  grid_dims: int  # 2: a 2-D torus (v5e, v6e); 3: a 3-D torus (v4, v5p)
+  grid_dims: int  # 2: a 2-D torus (v5e, v6e); 3: a 3-D torus (v4, v5p); 0: a GPU
   cores_per_chip: int  # what the number in an accelerator type ('v4-16') counts per chip
   chip_config: str  # get_topology_desc's chip_config_name: one device per chip
+  # Bytes a second one chip can send to its peers (ICI links; NVLink for a GPU).
+  interconnect_bytes_per_s: float = 0.0
 
 
 CHIPS = {
-    'v4': Chip('v4', 32, 275e12, 1228e9, 3, 2, 'megacore'),
-    'v5e': Chip('v5e', 16, 197e12, 819e9, 2, 1, 'default'),
-    'v5p': Chip('v5p', 95, 459e12, 2765e9, 3, 2, 'default'),
-    'v6e': Chip('v6e', 32, 918e12, 1640e9, 2, 1, 'default'),
+    'v4': Chip('v4', 32, 275e12, 1228e9, 3, 2, 'megacore', 6 * 50e9),
+    'v5e': Chip('v5e', 16, 197e12, 819e9, 2, 1, 'default', 4 * 50e9),
+    'v5p': Chip('v5p', 95, 459e12, 2765e9, 3, 2, 'default', 6 * 100e9),
+    'v6e': Chip('v6e', 32, 918e12, 1640e9, 2, 1, 'default', 4 * 100e9),
 }
+# GPUs by the words of their jax `device_kind` ('NVIDIA H100 80GB HBM3'); most specific
+# first, so 'H100 PCIe' wins over 'H100'.
+GPUS = {
+    'H200': Chip('H200', 141, 989e12, 4.8e12, 0, 1, '', 450e9),
+    'H100 PCIe': Chip('H100 PCIe', 80, 756e12, 2.0e12, 0, 1, '', 64e9),
+    'H100': Chip('H100', 80, 989e12, 3.35e12, 0, 1, '', 450e9),
+    'A100': Chip('A100', 80, 312e12, 2.0e12, 0, 1, '', 300e9),
+    'L40S': Chip('L40S', 48, 362e12, 864e9, 0, 1, '', 32e9),
+    'L4': Chip('L4', 24, 121e12, 300e9, 0, 1, '', 32e9),
+}
+
+
+def chip_for_device_kind(device_kind: str) -> Chip | None:
+  """The table's chip for a jax device's `device_kind`, or None for a CPU or an
+  unlisted part ('TPU v5 lite' -> v5e, 'NVIDIA H100 80GB HBM3' -> H100)."""
+  kind = device_kind.upper()
+  for name, chip in GPUS.items():
+    if all(part in kind for part in name.upper().split()):
+      return chip
+  tpu = {'TPU V4': 'v4', 'TPU V5 LITE': 'v5e', 'TPU V5E': 'v5e', 'TPU V5P': 'v5p',
+         'TPU V5': 'v5p', 'TPU V6 LITE': 'v6e', 'TPU V6E': 'v6e'}
+  for words, name in tpu.items():
+    if kind.startswith(words):
+      return CHIPS[name]
+  return None
 # Grids of the accelerator types the scale table and the docs use; any other grid
 # can be named as GEN:AxB[xC].
 ACCELERATOR_TYPES = {
