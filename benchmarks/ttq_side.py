@@ -213,7 +213,9 @@ def train(side, run: dict, data: dict[str, np.ndarray]) -> dict:
       if step == 0:
         side.sync()
         first_step_s = time.perf_counter() - START - eval_s
+  later_steps = max(run["steps"] - 1, 1)  # after the first, which compiles
   return {"points": points, "first_step_done_s": round(first_step_s, 3),
+          "seconds_per_step_after_first": (points[-1]["wall_s"] - first_step_s) / later_steps,
           "validation_s": round(eval_s, 3), **side.describe()}
 
 
