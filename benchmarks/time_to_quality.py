@@ -25,7 +25,8 @@ to --out (benchmarks/results): both curves, machine, date and settings,
 equal tokens after warm-up) and `time_ratio` (crosstask's seconds to come within
 REACH_RTOL of HF's final validation loss, interpolated between evaluation points, over
 HF's seconds for all its steps; null with the reason if it never does). Goals on a
-GPU: gap <= 0.02, ratio <= 1/3.
+GPU: gap <= 0.02, ratio <= 1/3. `time_ratio_at_equal_steps` (the two sides' seconds for
+all steps) and each side's seconds per step after its first tell compilation from speed.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
   p.add_argument("--warmup", type=int, default=None, help="warm-up steps (10%% of --steps)")
   p.add_argument("--weight_decay", type=float, default=0.01)
   p.add_argument("--remat", default="auto", help="crosstask's remat policy (auto: the profile's)")
+  p.add_argument("--scan", action="store_true",
+                 help="crosstask's layer stacks as one nn.scan each (compiles one layer)")
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--data", type=pathlib.Path, default=None,
                  help=f"data root (${paths.DATA_DIR_ENV}, else the bundled sample)")
@@ -224,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
          "device": args.device, "dtype": args.dtype,
          "inputs_length": stream["train_inputs"].shape[1],
          "targets_length": stream["train_targets"].shape[1],
-         "crosstask_config": {} if args.remat == "auto" else {"remat_policy": args.remat},
+         "crosstask_config": {**({} if args.remat == "auto" else {"remat_policy": args.remat}),
+                              **({"scan_layers": True} if args.scan else {})},
          "optimizer": {"name": "AdamW", "lr": args.lr, "warmup_steps": args.warmup,
                        "b1": 0.9, "b2": 0.999, "eps": 1e-8, "weight_decay": args.weight_decay}}
   with tempfile.TemporaryDirectory(prefix="ttq_") as tmp:

@@ -63,8 +63,11 @@ class CrosstaskSide:
     from crosstask.runtime import optimizers, partitioning
     from crosstask.runtime import trainer as trainer_lib
     self.jax = jax
-    config, params = hf_import.load_hf_checkpoint(folder, dtype=run["dtype"])
+    config = hf_import.config_from_hf(json.loads((folder / "config.json").read_text()),
+                                      dtype=run["dtype"])
     config = dataclasses.replace(config, dropout_rate=0.0, **run["crosstask_config"])
+    # Mapped for the final config: scanned layer stacks take the stacked layout.
+    params = hf_import.params_from_hf_tensors(config, hf_import.read_tensors(folder))
     # One device: a test session fakes 8 CPU devices; the benchmark is one chip.
     self.partitioner = partitioning.Partitioner(num_partitions=1, devices=jax.devices()[:1])
     profile = platform.for_mesh(self.partitioner.mesh)
@@ -90,7 +93,8 @@ class CrosstaskSide:
 
   def describe(self) -> dict:
     return {"device": self.device, "attention": self.config.attention,
-            "remat": self.config.remat_policy, "dtype": self.config.dtype}
+            "remat": self.config.remat_policy, "scan_layers": self.config.scan_layers,
+            "dtype": self.config.dtype}
 
   def step(self, batch: dict[str, np.ndarray]) -> None:
     self.state, metrics = self.trainer.train_step(self.state, batch, self.rng)

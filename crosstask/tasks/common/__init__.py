@@ -10,6 +10,7 @@
   label_sets  label sets several benchmarks share (the 67 disciplines of CSL and CSLDCP)
   prompts   prompt variants `<task>.p<k>`: names, and mean/spread over prompts
   sampling  seeded episodes and k-shot sets (numpy on indices)
+  span_corruption  T5's span corruption in numpy, for streams made outside tf.data
   report    markdown tables beside a paper's numbers, and curves
   testing   assertions every benchmark's tests call (like seqio.test_utils)
 

@@ -1,8 +1,10 @@
 """T5's span corruption in pure numpy: one example stream two frameworks can share.
 
-Why not seqio's preprocessor: it runs inside a tf.data pipeline, and a comparison of
-two trainers (benchmarks/time_to_quality.py) needs the examples made once, on the
-host, deterministically, and fed to both unchanged, without TensorFlow.
+Why not seqio's preprocessor (or LongLM's infilling in tasks/lot/pretraining.py, a
+variant with Poisson spans and no closing sentinel): both run inside a tf.data
+pipeline, and a comparison of two trainers (benchmarks/time_to_quality.py) needs the
+examples made once, on the host, deterministically, and fed to both unchanged,
+without TensorFlow.
 
 T5's objective (Raffel et al. 2020, `random_spans_noise_mask`): round(L * 0.15) noise
 tokens in round(noise / 3) spans; the noise and the kept tokens are each cut into that
