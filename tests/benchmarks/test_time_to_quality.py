@@ -2,6 +2,7 @@
 whole pipeline with the tiny model on the CPU, crosstask against HF PyTorch."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -128,6 +129,12 @@ def test_example_stream_is_seeded_span_corrupted_and_holds_out_whole_texts():
   assert len(letters_of("val") | letters_of("train")) == len(texts)
   with pytest.raises(ValueError, match="too few"):
     ttq_data.example_stream(texts[:3], num_train=8, num_val=8, raw_length=70)
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidia0"), reason="a GPU is here: the run would start")
+def test_without_a_gpu_the_default_run_says_so_and_writes_nothing(tmp_path, capsys):
+  assert ttq.main([f"--out={tmp_path}"]) == 0
+  assert "no GPU here" in capsys.readouterr().out and not list(tmp_path.iterdir())
 
 
 @pytest.mark.slow  # Trains the tiny model in both frameworks, each in its own process.
