@@ -256,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "weight_decay_mask": "none on either side: every parameter decays "
                                         "(optax.adamw without mask, torch AdamW on all params)",
                    "loss": "mean cross-entropy per target token, no z-loss, no dropout",
+                   "tokens": "input + target tokens trained on (no padding: every example "
+                             "fills both lengths exactly)",
                    "wall_s": "seconds since the side's process started (imports, weight "
                              "loading, compilation included), validation time excluded"},
       "corpus": {"root": str(root), "texts": len(texts), "benchmarks": corpus},

@@ -140,10 +140,11 @@ def test_without_a_gpu_the_default_run_says_so_and_writes_nothing(tmp_path, caps
 @pytest.mark.slow  # Trains the tiny model in both frameworks, each in its own process.
 def test_pipeline_trains_both_sides_alike_on_the_cpu(tmp_path):
   # float32 on both sides: the two frameworks then differ only in summation order
-  # (~1e-7 relative per op; the losses of the training parity test stay within 4e-6
-  # over 50 steps), so 2e-5 bounds their validation curves with room. bfloat16 keeps
-  # 8 mantissa bits (2**-8 ~ 4e-3 per rounding): a bf16 run is held to the GPU
-  # goal's 0.02 instead.
+  # (~1e-7 relative per op); their validation curves stayed within 0.7-1.4e-6 on these
+  # settings, so 1e-5 leaves 7x room and still fails an HF side without weight decay
+  # (2.9e-5) or with its schedule one step ahead (1.7e-2). bfloat16 keeps 8 mantissa
+  # bits (2**-8 ~ 4e-3 per rounding; the same run in bf16 gave 2.5e-4): a bf16 run is
+  # held to the GPU goal's 0.02 instead.
   steps, warmup = 30, 3
   proc = subprocess.run(
       [sys.executable, str(harness.ROOT / "benchmarks" / "time_to_quality.py"), "--device=cpu",
@@ -168,7 +169,7 @@ def test_pipeline_trains_both_sides_alike_on_the_cpu(tmp_path):
   assert curves["crosstask"][0]["val_loss"] == pytest.approx(curves["hf"][0]["val_loss"], rel=1e-6)
   gap, step = ttq.max_rel_loss_gap(curves["crosstask"], curves["hf"], warmup)
   assert result["max_rel_loss_gap"] == pytest.approx(gap) and result["max_rel_loss_gap_at_step"] == step
-  assert gap < 2e-5, gap
+  assert gap < 1e-5, gap
   ratio, why = ttq.time_ratio(curves["crosstask"], curves["hf"])
   assert result["time_ratio"] == (pytest.approx(ratio) if ratio is not None else None)
   assert result["time_ratio_reason"] == why and (ratio is None) == (why is not None)
