@@ -110,8 +110,8 @@ class CrosstaskSide:
   def loss_sum(self, batch: dict[str, np.ndarray]) -> tuple[float, float]:
     with self.partitioner.context():
       metrics = self.jax.device_get(self.evaluate(self.state["params"], batch))
-    return float(metrics["loss"]) * float(metrics["nonpadding_tokens"]), \
-        float(metrics["nonpadding_tokens"])
+    count = float(metrics["nonpadding_tokens"])
+    return float(metrics["loss"]) * count, count
 
 
 class HFSide:
