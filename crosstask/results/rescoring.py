@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from crosstask import records
+from crosstask.results import bootstrap
 
 FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
 
@@ -119,39 +120,67 @@ def examples(task, split: str, indices: Sequence[int]) -> list[dict]:
   return [found[i] for i in indices]
 
 
-def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str, float]:
-  """The task's metrics over saved predictions and scores, as seqio.Evaluator computes them."""
+@dataclasses.dataclass(frozen=True)
+class ModelOutputs:
+  """What a task's metric functions take, per example: postprocessed targets and
+  predictions, the likelihood of each target (rank classification) and of each prediction."""
+  targets: list
+  predictions: list | None
+  target_scores: np.ndarray | None
+  scores: np.ndarray | None
+
+  def __len__(self) -> int:
+    return len(self.targets)
+
+  def take(self, indices: Sequence[int]) -> "ModelOutputs":
+    """The outputs of the examples at `indices` (repeats allowed: a bootstrap resample)."""
+    pick = lambda xs: None if xs is None else (  # noqa: E731
+        xs[np.asarray(indices)] if isinstance(xs, np.ndarray) else [xs[i] for i in indices])
+    return ModelOutputs(pick(self.targets), pick(self.predictions), pick(self.target_scores),
+                        pick(self.scores))
+
+
+def outputs(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> ModelOutputs:
+  """A saved infer output's lines as the Evaluator hands them to the metric functions."""
   targets = [task.postprocess_fn(_text(ex["targets_pretokenized"]), example=ex, is_target=True)
              if "targets_pretokenized" in ex else
              task.postprocess_fn(task.output_features["targets"].vocabulary.decode(
                  [int(t) for t in ex["targets"]]), example=ex, is_target=True)
              for ex in exs]
+  kinds = {_kind(fn) for fn in task.metric_fns}
+  target_scores = None
+  if "scores" in kinds:
+    missing = [line["_where"] for line in lines if "target_score" not in line]
+    if missing:
+      raise ValueError(f"{missing[0]}: no 'target_score'; task {task.name!r} is scored by "
+                       "the model's likelihood of each target (rank classification), "
+                       "which only an infer run of this version writes")
+    target_scores = np.array([float(line["target_score"]) for line in lines])
   predictions = None
-  out: dict[str, Any] = {}
+  if kinds - {"scores"}:
+    predictions = [task.postprocess_fn(line["prediction"], example=ex, is_target=False)
+                   for line, ex in zip(lines, exs)]
+  scores = np.array([float(line.get("score", np.nan)) for line in lines])
+  return ModelOutputs(targets, predictions, target_scores, scores)
+
+
+def metrics(task, out: ModelOutputs) -> dict[str, float]:
+  """The task's scalar metrics over `out`, each metric function called as the Evaluator does."""
+  found: dict[str, Any] = {}
   for fn in task.metric_fns:
     kind = _kind(fn)
     if kind == "scores":
-      missing = [line["_where"] for line in lines if "target_score" not in line]
-      if missing:
-        raise ValueError(f"{missing[0]}: no 'target_score'; task {task.name!r} is scored by "
-                         "the model's likelihood of each target (rank classification), "
-                         "which only an infer run of this version writes")
-      result = fn(targets, np.array([float(line["target_score"]) for line in lines]))
+      result = fn(out.targets, out.target_scores)
+    elif kind == "aux":
+      result = fn(out.targets, out.predictions, {"scores": out.scores})
     else:
-      if predictions is None:
-        predictions = [task.postprocess_fn(line["prediction"], example=ex, is_target=False)
-                       for line, ex in zip(lines, exs)]
-      if kind == "aux":
-        result = fn(targets, predictions,
-                    {"scores": np.array([float(line.get("score", np.nan)) for line in lines])})
-      else:
-        result = fn(targets, predictions)
+      result = fn(out.targets, out.predictions)
     for key, value in result.items():
-      if key in out:
+      if key in found:
         raise ValueError(f"duplicate metric key {key!r} in task {task.name!r}")
-      out[key] = value
+      found[key] = value
   scalars = {}
-  for key, value in out.items():
+  for key, value in found.items():
     value = getattr(value, "value", value)
     try:
       arr = np.asarray(value, dtype=np.float64)
@@ -162,11 +191,29 @@ def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str,
   return scalars
 
 
+def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str, float]:
+  """The task's metrics over saved predictions and scores, as seqio.Evaluator computes them."""
+  return metrics(task, outputs(task, lines, exs))
+
+
+def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
+              ) -> dict[str, bootstrap.Interval]:
+  """The 95% bootstrap interval of each of the task's metrics over the examples of `out`."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  with warnings.catch_warnings():  # one-example resamples make sklearn warn about empty classes
+    warnings.simplefilter("ignore")
+    return bootstrap.interval(lambda idx: metrics(task, out.take(idx)), len(out), resamples)
+
+
 def score_file(path: str | os.PathLike, *, task_name: str | None = None,
                split: str | None = None, step: int | None = None,
                output_dir: str | os.PathLike | None = None,
-               module: str = "crosstask.tasks.all") -> records.Record:
-  """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`."""
+               module: str = "crosstask.tasks.all",
+               resamples: int = bootstrap.RESAMPLES) -> records.Record:
+  """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`.
+
+  The record carries each metric's 95% interval from `resamples` bootstrap draws.
+  """
   import importlib  # pylint: disable=g-import-not-at-top
   import seqio  # pylint: disable=g-import-not-at-top
   from crosstask.runtime import fingerprint  # pylint: disable=g-import-not-at-top
@@ -185,13 +232,16 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
     raise ValueError(f"{path}: the lines carry no checkpoint step; give it with --step")
   indices = [int(line["index"]) for line in inferences.lines]
   exs = examples(task, inferences.split, indices)
-  metrics = compute(task, inferences.lines, exs)
+  out = outputs(task, inferences.lines, exs)
+  scores = metrics(task, out)
+  ci95 = intervals(task, out, resamples) if resamples > 0 else None
   print_fingerprint = fingerprint.fingerprint(task)
   if inferences.fingerprint and inferences.fingerprint != print_fingerprint:
     print(f"note: {path} was inferred under task fingerprint {inferences.fingerprint}; "
           f"scored under {print_fingerprint} (the task's definition changed since)")
-  record = records.Record(int(step), task.name, metrics, print_fingerprint,
-                          source=f"score:{pathlib.Path(path).name}", split=inferences.split)
+  record = records.Record(int(step), task.name, scores, print_fingerprint,
+                          source=f"score:{pathlib.Path(path).name}", split=inferences.split,
+                          ci95=ci95)
   records.append(pathlib.Path(output_dir) if output_dir else pathlib.Path(path).parent,
                  [record])
   return record
