@@ -6,7 +6,8 @@ them here, so a new field (the task fingerprint) is added in one place. A line
 is `{"step", "task", "metrics": {name: float}}`, plus `"fingerprint"` (a short
 hash of the task's definition), `"source"` (what produced the numbers) and
 `"split"` when known, and `"ci95": {name: [low, high]}`, each metric's 95%
-interval (a bootstrap over the examples) where it was computed. Pure Python: importing it pulls in no framework.
+interval (a bootstrap over the examples) where it was computed. Pure Python:
+importing it pulls in no framework.
 """
 
 from __future__ import annotations

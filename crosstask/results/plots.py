@@ -34,7 +34,8 @@ def training_loss(run_dir: pathlib.Path, tag: str = LOSS_TAG) -> Curve:
   folder = run_dir / "train"
   if not folder.is_dir() or not any(folder.glob("events.out.tfevents.*")):
     return {}
-  from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
+  from tensorboard.backend.event_processing import (  # pylint: disable=g-import-not-at-top
+      event_accumulator)
   from tensorboard.util import tensor_util  # pylint: disable=g-import-not-at-top
   events = event_accumulator.EventAccumulator(
       str(folder), size_guidance={event_accumulator.TENSORS: 0, event_accumulator.SCALARS: 0})
