@@ -46,6 +46,9 @@ def test_a_cell_gets_the_interval_of_the_predictions_saved_beside_it(tmp_path):
   """An eval's seqio log (<task>-<step>.jsonl) is resampled with the task's metric functions."""
   folder = tmp_path / "run" / "inference_eval"
   folder.mkdir(parents=True)
+  # The module the run registered its tasks with is the one imported to find them.
+  (folder.parent / "operative_config.gin").write_text(
+      "MIXTURE_OR_TASK_MODULE = 'crosstask.tasks.csl'\n", "utf-8")
   labels = ["工学"] * 18 + ["理学"] * 12
   predictions = ["工学"] * 30  # right on 18 of 30
   with open(folder / "csl_zh_title_to_category-000050.jsonl", "w", encoding="utf-8") as f:
@@ -55,10 +58,11 @@ def test_a_cell_gets_the_interval_of_the_predictions_saved_beside_it(tmp_path):
   records.append(folder, [records.Record(50, "csl_zh_title_to_category",
                                          {"accuracy": 60.0, "macro_f1": 37.5}, "f" * 8,
                                          source="eval", split="validation")])
-  result = table.build([tmp_path / "run"], paper="none", all_metrics=True)
+  result = table.build([tmp_path / "run"], paper="none", all_metrics=True, resamples=200)
   cells = {c.metric: result.rows[0].cells[c] for c in result.columns}
   low, high = cells["accuracy"]["ci95"]
-  expected = bootstrap.interval(_accuracy(np.array([1.0] * 18 + [0.0] * 12)), 30)["accuracy"]
+  expected = bootstrap.interval(_accuracy(np.array([1.0] * 18 + [0.0] * 12)), 30, 200)[
+      "accuracy"]
   assert (low, high) == pytest.approx(expected) and low < 60.0 < high
   f1_low, f1_high = cells["macro_f1"]["ci95"]
   assert f1_low < 37.5 < f1_high
