@@ -13,11 +13,14 @@ training step alone (any gin file and bindings), for notebooks and tests.
 4. Extractive baselines scored through each task's own postprocessor and metric
    functions.
 5. A tiny T5 1.1-style model trained by the runtime for a few hundred CPU steps
-   on 标题->门类 (a paper's category from its title), decoded and scored with the
-   same metrics, and the results table (`crosstask.results`) with the majority-
-   class baseline beside it. A task with a short answer is one a tiny model can
-   learn in a minute; titles and keywords need a pretrained model to beat the
-   extractive baselines (the line under the table says what one reaches).
+   on 学科->门类 (a paper's category from its discipline), decoded and scored with
+   the same metrics, and the results table (`crosstask.results`, with 95%
+   intervals) with the majority-class baseline beside it, drawn as curves and
+   bars into `results.png`. The discipline decides the category, so a tiny model
+   learns it from 100 papers in a minute, clearly above the majority guess even on
+   30 validation papers, disciplines it never saw included (`...工程` is 工学);
+   a category from a title or abstract, like titles and keywords, needs a
+   pretrained model (the line under the table says what one reaches).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 DEMO_TASKS = (
     (("abstract",), ("title",)),
     (("abstract",), ("keywords",)),
-    (("title",), ("category",)),
+    (("discipline",), ("category",)),
     (("abstract",), ("discipline",)),
     (("abstract",), ("title", "keywords")),
 )
@@ -120,8 +123,9 @@ def format_rows(rows: list[dict]) -> str:
 # room for all of them (with character_coverage 0.9995) plus some merges.
 VOCAB_SIZE = 2400
 VOCAB_TASK = "csl_zh_abstract_to_title_and_keywords_and_category_and_discipline"
-TRAIN_TASK = "csl_zh_title_to_category"
-TRAIN_LENGTHS = {"inputs": 48, "targets": 8}  # titles are ~20 pieces, categories 1-3
+TRAIN_FIELDS = (("discipline",), ("category",))
+TRAIN_TASK = "csl_zh_discipline_to_category"
+TRAIN_LENGTHS = {"inputs": 24, "targets": 8}  # disciplines are <= 16 pieces, categories 1-3
 
 
 def train_vocabulary(output_dir: pathlib.Path) -> pathlib.Path:
@@ -187,7 +191,7 @@ def write_baseline_record(output_dir: pathlib.Path, row: dict, vocabulary) -> pa
   metrics_file = folder / records.FILENAME
   if metrics_file.exists():
     metrics_file.unlink()  # one record per demo run
-  task = _task(("title",), ("category",), vocabulary=vocabulary)
+  task = _task(*TRAIN_FIELDS, vocabulary=vocabulary)
   metrics = {k: v for k, v in row.items() if k not in ("task", "baseline", "examples")}
   records.append(folder, [records.Record(0, task.name, metrics, fingerprint.fingerprint(task),
                                          source=f"baseline:{row['baseline']}",
@@ -218,11 +222,17 @@ def results_table(model_dir: pathlib.Path, baseline_dir: pathlib.Path, steps: in
 
 
 def beats_baseline(result) -> list[str]:
-  """The columns in which the trained model's number is above the baseline's."""
+  """The columns in which the trained model's 95% interval lies wholly above the baseline's
+  number (a mean above it can be luck on 30 papers), each with that interval."""
   model, baseline = result.rows[0], result.rows[-1]
-  return [column.header(None) for column in result.columns
-          if column in model.cells and column in baseline.cells
-          and model.cells[column]["mean"] > baseline.cells[column]["mean"]]
+  out = []
+  for column in result.columns:
+    ours, theirs = model.cells.get(column), baseline.cells.get(column)
+    if ours and theirs and ours.get("ci95") and ours["ci95"][0] > theirs["mean"]:
+      low, high = ours["ci95"]
+      out.append(f"{column.header(None)} (95% interval [{low:.2f}, {high:.2f}] above "
+                 f"{theirs['mean']:.2f})")
+  return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -252,14 +262,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     baseline_dir = write_baseline_record(args.output_dir, baseline_row, vocab)
     trained = train_model(args.output_dir, args.steps, vocab_file, vocab.vocab_size)
   result = results_table(pathlib.Path(trained["model_dir"]), baseline_dir, args.steps)
-  print(f"\n标题->门类 (category from title) on the sample's validation split "
+  print(f"\n学科->门类 (category from discipline) on the sample's validation split "
         f"({baseline_row['examples']} papers), python -m crosstask.results:\n")
   print(result.markdown())
+  from crosstask.results import plots  # pylint: disable=g-import-not-at-top
+  figure = plots.plot(plots.series(result), args.output_dir / "results.png")
   better = beats_baseline(result)
   print("\nThe trained model beats the baseline on: " + (", ".join(better) if better else
                                                        "nothing yet (train longer: --steps)"))
   print(expected_line())
-  print(f"\nModel, checkpoints and TensorBoard logs: {args.output_dir / 'model'}; "
+  print(f"\nLearning curves and the table as bars: {figure}")
+  print(f"Model, checkpoints and TensorBoard logs: {args.output_dir / 'model'}; "
         f"demo took {time.time() - started:.0f} s.")
 
 

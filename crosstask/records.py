@@ -5,7 +5,9 @@ the reports, best-checkpoint selection, the demo and `crosstask.results` read
 them here, so a new field (the task fingerprint) is added in one place. A line
 is `{"step", "task", "metrics": {name: float}}`, plus `"fingerprint"` (a short
 hash of the task's definition), `"source"` (what produced the numbers) and
-`"split"` when known. Pure Python: importing it pulls in no framework.
+`"split"` when known, and `"ci95": {name: [low, high]}`, each metric's 95%
+interval (a bootstrap over the examples) where it was computed. Pure Python:
+importing it pulls in no framework.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Record:
   source: str | None = None
   split: str | None = None
   where: str = ""
+  ci95: Mapping[str, tuple[float, float]] | None = None
 
   def to_json(self) -> dict:
     out = {"step": int(self.step), "task": self.task,
@@ -39,6 +42,8 @@ class Record:
       out["source"] = self.source
     if self.split:
       out["split"] = self.split
+    if self.ci95:
+      out["ci95"] = {k: [float(low), float(high)] for k, (low, high) in self.ci95.items()}
     return out
 
 
@@ -66,7 +71,20 @@ def _record(value, where: str) -> Record:
       raise ValueError(f"{where}: metric {key!r} of task {task!r} is not a number: {v!r}")
     clean[str(key)] = float(v)
   return Record(step, task, clean, value.get("fingerprint"), value.get("source"),
-                value.get("split"), where)
+                value.get("split"), where, _ci95(value.get("ci95"), task, where))
+
+
+def _ci95(value, task: str, where: str) -> dict[str, tuple[float, float]] | None:
+  if value is None:
+    return None
+  bad = not isinstance(value, Mapping) or any(
+      not isinstance(v, list) or len(v) != 2
+      or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)
+      for v in value.values())
+  if bad:
+    raise ValueError(f"{where}: 'ci95' of task {task!r} must map each metric to [low, high] "
+                     f"numbers, not {value!r}")
+  return {str(k): (float(v[0]), float(v[1])) for k, v in value.items()}
 
 
 def read(path: str | os.PathLike) -> list[Record]:

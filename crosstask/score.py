@@ -1,13 +1,17 @@
 """`python -m crosstask.score`: a saved inference output scored again, without a model.
 
   python -m crosstask.score /runs/infer/clue_afqmc-validation.jsonl [--output_dir DIR]
+  python -m crosstask.score /runs/model/inference_eval/clue_afqmc-000300.jsonl
   python -m crosstask.score --scirepeval_task fos --embeddings E.jsonl --data DIR --step 1000
 
-The first form applies the task's postprocessor and metric functions to the
-predictions and scores `crosstask.infer` wrote and appends the eval job's record
-(step, task, metrics, task fingerprint) to `metrics.jsonl` (beside the file
+The first forms apply the task's postprocessor and metric functions to the
+predictions and scores `crosstask.infer` wrote, or to those an eval (a training
+run's included) logged, and append the eval job's record (step, task, metrics
+with their 95% intervals, task fingerprint) to `metrics.jsonl` (beside the file
 unless --output_dir says otherwise), so a metric fix or a new metric reaches
-old runs without a model or an accelerator. The second scores SciRepEval
+old runs without a model or an accelerator. A task tokenized with a SentencePiece
+vocabulary (`<task>.<vocabulary>-...`) is registered with the one the run's config
+names. The second scores SciRepEval
 embeddings with the official scorer into the same kind of record.
 """
 
@@ -31,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--output_dir", help="where metrics.jsonl goes (default: beside each file)")
   p.add_argument("--module", default="crosstask.tasks.all",
                  help="module registering the task (MIXTURE_OR_TASK_MODULE)")
+  p.add_argument("--vocabulary", help="SentencePiece .model of a `<task>.<vocabulary>` file "
+                 "(default: VOCABULARY_PATH of the run's config)")
+  p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                 help="resamples of the examples for each metric's 95%% interval (0: none)")
   p.add_argument("--scirepeval_task", help="SciRepEval task (official name or config)")
   p.add_argument("--embeddings", help='SciRepEval: JSONL of {"doc_id", "embedding"}')
   p.add_argument("--data", help="SciRepEval: the task's test directory (or a root of them)")
@@ -59,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
       raise ValueError("--task/--split name one file's task; give one file with them")
     for path in args.predictions:
       rec = rescoring.score_file(path, task_name=args.task, split=args.split, step=args.step,
-                                 output_dir=args.output_dir, module=args.module)
+                                 output_dir=args.output_dir, module=args.module,
+                                 vocabulary=args.vocabulary, resamples=args.bootstrap)
       print(f"{rec.task} step {rec.step} [{rec.fingerprint}]: "
             + ", ".join(f"{k}={v:.4g}" for k, v in rec.metrics.items()))
   except (FileNotFoundError, ValueError, KeyError) as e:

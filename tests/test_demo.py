@@ -11,7 +11,7 @@ from crosstask import records
 
 
 @pytest.mark.slow
-def test_demo_ends_with_a_table_where_the_model_beats_its_baseline(tmp_path):
+def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(tmp_path):
   env = runtime_subprocess.env()
   env["CROSSTASK_DATA_DIR"] = str(tmp_path / "ignored")  # the demo pins the bundled sample
   proc = subprocess.run([sys.executable, "-m", "crosstask.demo", f"--output_dir={tmp_path}"],
@@ -28,19 +28,25 @@ def test_demo_ends_with_a_table_where_the_model_beats_its_baseline(tmp_path):
   columns = header[1].split(" | ")
   # The demo's model uses the SentencePiece vocabulary it trained, so its task is the
   # copy registered for that vocabulary.
-  task = "csl_zh_title_to_category.csl_sample"
+  task = "csl_zh_discipline_to_category.csl_sample"
   assert all(c.startswith(f"{task} ") for c in columns)
   assert {c.split()[1] for c in columns} == {"accuracy", "macro_f1"}
   model = re.search(r"^\| tiny T5 \(300 steps\) \| T5 d64 2\+2L \| 0 \| (.+) \|$", out, re.M)
   baseline = re.search(r"^\| majority class \(train\) \| - \| \? \| (.+) \|$", out, re.M)
   assert model and baseline, out[-3000:]
-  ours = [float(x.split()[0]) for x in model[1].split(" | ")]
   theirs = [float(x.split()[0]) for x in baseline[1].split(" | ")]
-  assert any(a > b for a, b in zip(ours, theirs)), out[-3000:]
+  # Each cell of the model: mean [low, high], its 95% bootstrap interval over the papers.
+  cell = re.compile(r"([\d.]+) \[([\d.]+), ([\d.]+)\](?: @\d+)?")
+  ours = [cell.fullmatch(x) for x in model[1].split(" | ")]
+  assert all(ours), model[1]
+  accuracy = columns.index(next(c for c in columns if " accuracy " in c))
   # The baseline is the majority class of the train split: 12 of 30 validation papers.
-  assert theirs[columns.index(next(c for c in columns if " accuracy " in c))] == 40.0
+  assert theirs[accuracy] == 40.0
+  mean, low, high = map(float, ours[accuracy].groups())
+  assert theirs[accuracy] < low <= mean <= high, out[-3000:]  # wholly above the baseline
   # The model's numbers are the ones its training-time evaluation recorded.
   (record,) = records.read(tmp_path / "model" / "inference_eval")
   assert record.step == 300 and record.task == task
-  assert f"The trained model beats the baseline on: {task}" in out
+  assert f"The trained model beats the baseline on: {task} accuracy" in out
+  assert (tmp_path / "results.png").read_bytes()[:4] == b"\x89PNG"
   assert re.search(r"A real run, a pretrained T5-base, reaches [\d.]+ macro-F1 .* \(CSL paper, Table 9", out)

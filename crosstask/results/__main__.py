@@ -2,10 +2,13 @@
 
   python -m crosstask.results /runs/t5_small_seed0 /runs/t5_small_seed1 /runs/t5_base
   python -m crosstask.results /runs/* --format csv > results.csv
+  python -m crosstask.results /runs/t5_small_seed* --plot curves.png
 
 Rows are models (runs that differ only by seed pooled: mean ± std), columns the
 tasks' headline metrics and the benchmark aggregates, each headed by its split,
-checkpoint step and task fingerprint; published numbers are added as rows.
+checkpoint step and task fingerprint; published numbers are added as rows. Each
+cell carries its 95% interval [low, high]: over seeds where a row pools several,
+else a bootstrap over the examples whose predictions the run saved.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from crosstask.results import bootstrap
 from crosstask.results import table
 
 
@@ -38,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
                       "runs): one row")
   p.add_argument("--paper", default="default", choices=("default", "all", "none"),
                  help="published rows beside ours")
+  p.add_argument("--bootstrap", type=int, default=bootstrap.RESAMPLES, metavar="N",
+                 help="resamples of each run's examples for its 95%% intervals (0: none)")
+  p.add_argument("--plot", metavar="FILE.png", help="also draw the runs' training loss and "
+                 "metrics against step, and the table as bars with their intervals")
   return p
 
 
@@ -46,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     result = table.build(args.runs, step=args.step, prefer=args.metric,
                          all_metrics=args.all_metrics, paper=args.paper, tasks=args.tasks,
-                         merge=args.merge)
+                         merge=args.merge, resamples=args.bootstrap)
+    if args.plot:
+      from crosstask.results import plots  # pylint: disable=g-import-not-at-top
+      plots.plot(plots.series(result), args.plot)
   except (FileNotFoundError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

@@ -178,5 +178,5 @@ def add_csl_delta_m(rows: Sequence[Row]) -> None:
       for k, cell in summary.items():
         for partition, value in cell["delta_m"].items():
           row.cells[Column(f"CSL Δ_m {partition} k={k}", "", split, "")] = {
-              "mean": value, "std": None, "n": len({e.seed for _, e in meta}), "step": None,
-              "prompts": 0, "prompt_std": None, "spread_of": ""}
+              "mean": value, "std": None, "ci95": None, "n": len({e.seed for _, e in meta}),
+              "step": None, "prompts": 0, "prompt_std": None, "spread_of": ""}

@@ -73,6 +73,7 @@ class Value:
   prompts: int = 0
   prompt_std: float | None = None
   spread_of: str = "prompts"  # what `prompt_std` is a spread over (FewCLUE: its k splits)
+  ci95: tuple[float, float] | None = None  # over the examples (bootstrap), when known
 
 
 def _group_fingerprint(fingerprints: Iterable[str | None]) -> str:
@@ -103,8 +104,17 @@ def task_values(run: Run, prefer: Sequence[str] = (), all_metrics: bool = False
     mean, std = common_report.mean_std(values)
     out[Column(base, key, split, fingerprint)] = Value(
         mean, steps.pop() if len(steps) == 1 else None, len(prompted),
-        std if prompted else None)
+        std if prompted else None, ci95=_mean_interval([r for r, _ in members], key))
   return out
+
+
+def _mean_interval(members: Sequence[R.Record], key: str) -> tuple[float, float] | None:
+  """The interval of a record's metric; of a prompt group's mean, the mean of the bounds
+  (the prompts are scored on the same examples, so their errors are not independent)."""
+  bounds = [r.ci95[key] for r in members if r.ci95 and key in r.ci95]
+  if len(bounds) != len(members):
+    return None
+  return (sum(b[0] for b in bounds) / len(bounds), sum(b[1] for b in bounds) / len(bounds))
 
 
 @dataclasses.dataclass
@@ -112,6 +122,6 @@ class Row:
   label: str
   model: str
   seeds: list[str | None]
-  cells: dict[Column, dict]  # column -> {"mean", "std", "n", "step", "prompts", "prompt_std"}
+  cells: dict[Column, dict]  # column -> {"mean", "std", "ci95", "n", "step", "prompts", ...}
   paper: bool = False
   runs: list[Run] = dataclasses.field(default_factory=list)

@@ -23,8 +23,9 @@ def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
   out: dict[str, dict[Column, dict]] = {}
 
   def put(row: str, column: Column, value: float) -> None:
-    out.setdefault(row, {})[column] = {"mean": float(value), "std": None, "n": 1, "step": None,
-                                       "prompts": 0, "prompt_std": None, "spread_of": ""}
+    out.setdefault(row, {})[column] = {"mean": float(value), "std": None, "ci95": None, "n": 1,
+                                       "step": None, "prompts": 0, "prompt_std": None,
+                                       "spread_of": ""}
 
   def pick(table: Mapping, benchmark: str) -> list[str]:
     return list(table) if which == "all" else [r for r in DEFAULT_PAPER_ROWS[benchmark]

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from crosstask import records
+from crosstask import vocabularies
+from crosstask.results import bootstrap
 
 FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
 
@@ -50,14 +52,42 @@ def parse_name(path: str | os.PathLike) -> tuple[str, str]:
   return match["task"], match["split"]
 
 
+def _seqio_log_line(line: Mapping) -> dict | None:
+  """A line of the inference log seqio's Evaluator keeps beside an eval's metrics
+  (`<task>-<step:06d>.jsonl`: input, target, output, prediction, score) in infer's
+  terms, or None for another kind of line. Its `output` is the decoded text before
+  postprocessing, its `score` the target's likelihood (rank classification)."""
+  if "index" in line or "input" not in line or not ("output" in line or "prediction" in line):
+    return None
+  out = {"prediction": line["output"] if "output" in line else line["prediction"]}
+  if "score" in line:
+    out["target_score"] = line["score"]
+  if "aux_scores" in line:
+    out["score"] = line["aux_scores"]
+  return out
+
+
+def _beside(path: pathlib.Path, task: str, step: int) -> records.Record | None:
+  """The eval's own record of `task` at `step` in the metrics.jsonl beside its log."""
+  file = path.parent / records.FILENAME
+  found = [r for r in records.read(file) if r.task == task and r.step == step
+           and r.source == "eval"] if file.is_file() else []
+  return found[-1] if found else None
+
+
 def read_inferences(path: str | os.PathLike, task: str | None = None,
                     split: str | None = None) -> Inferences:
-  """The lines of an infer output, checked for the fields scoring needs."""
+  """The lines of an infer output or an eval's inference log, checked for what scoring needs.
+
+  `task` may be a vocabulary copy's plain name (`--task csl_zh_title_to_category` for
+  `csl_zh_title_to_category.csl_sample-validation.jsonl`): the file's own name is kept.
+  """
   path = pathlib.Path(os.fspath(path))
-  if task is None or split is None:
-    named_task, named_split = parse_name(path)
-    task, split = task or named_task, split or named_split
+  named_task, named_split = parse_name(path) if task is None or split is None else (None, None)
+  if task is None or (named_task and vocabularies.base_task_name(named_task) == task):
+    task = named_task
   lines, steps, fingerprints = [], set(), set()
+  seqio_log = False
   with open(path, encoding="utf-8") as f:
     for lineno, text in enumerate(f, start=1):
       if not text.strip():
@@ -66,10 +96,14 @@ def read_inferences(path: str | os.PathLike, task: str | None = None,
         line = json.loads(text)
       except ValueError as e:
         raise ValueError(f"{path}:{lineno}: not JSON ({e})") from None
+      logged = _seqio_log_line(line) if isinstance(line, dict) else None
+      if logged is not None:  # a log's lines are the split's examples in order
+        seqio_log, line = True, {**logged, "index": len(lines)}
       missing = [k for k in ("index", "prediction") if k not in line]
       if missing:
         raise ValueError(f"{path}:{lineno}: missing field(s) {missing}; infer writes index, "
-                         "inputs, targets, prediction, score and target_score")
+                         "inputs, targets, prediction, score and target_score; an eval's "
+                         "inference log input, target, output and prediction")
       line["_where"] = f"{path}:{lineno}"
       lines.append(line)
       if line.get("step") is not None:
@@ -78,12 +112,68 @@ def read_inferences(path: str | os.PathLike, task: str | None = None,
         fingerprints.add(line["fingerprint"])
   if not lines:
     raise ValueError(f"{path}: no predictions")
+  if seqio_log:  # named <task>-<step>; the split and fingerprint are in the eval's record
+    if named_split is None or not named_split.isdigit():
+      raise ValueError(f"{path}: an eval's inference log is named <task>-<step>.jsonl")
+    steps = {int(named_split)}
+    record = _beside(path, task, int(named_split))
+    if record is not None:
+      fingerprints = {record.fingerprint} if record.fingerprint else set()
+    split = split or (record.split if record else None)
+    if split is None:
+      raise ValueError(f"{path}: no eval record of {task!r} at step {int(named_split)} in the "
+                       f"{records.FILENAME} beside it names the split; give it with --split")
+  else:
+    split = split or named_split
   lines.sort(key=lambda line: int(line["index"]))
   indices = [int(line["index"]) for line in lines]
   if len(set(indices)) != len(indices):
     raise ValueError(f"{path}: an example index appears twice")
   return Inferences(path, task, split, lines, steps.pop() if len(steps) == 1 else None,
                     fingerprints.pop() if len(fingerprints) == 1 else None)
+
+
+def _config_vocabulary(path: pathlib.Path) -> str | None:
+  """VOCABULARY_PATH of the run that wrote `path`: infer's config beside it, or the
+  training run's above its inference_eval/ folder."""
+  from crosstask.results import runs  # pylint: disable=g-import-not-at-top
+  for folder in (path.parent, path.parent.parent):
+    for name in runs.CONFIG_FILES:
+      if (folder / name).is_file():
+        value = runs.config_macros([(folder / name).read_text(encoding="utf-8")]).get(
+            "VOCABULARY_PATH")
+        if value not in (None, "None"):
+          return value
+  return None
+
+
+def resolve_task(name: str, path: pathlib.Path, module: str, vocabulary: str | None = None):
+  """The registered task `name`; a vocabulary's copy (`<task>.<vocabulary>`, the name every
+  non-byte run writes) is registered first with the run's vocabulary, as the runtime does."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  import seqio  # pylint: disable=g-import-not-at-top
+  loaded = importlib.import_module(module)
+  base = vocabularies.base_task_name(name)
+  if name not in seqio.TaskRegistry.names() and base != name:
+    vocabulary = vocabulary or _config_vocabulary(path)
+    if vocabulary is None:
+      raise ValueError(f"{path}: task {name!r} is {base!r} tokenized with vocabulary "
+                       f"{name[len(base) + 1:]!r}, and no VOCABULARY_PATH is in the config "
+                       "beside the file or above it; give the .model file with --vocabulary")
+    vocab = vocabularies.get(vocabulary)
+    if vocabularies.task_name(base, vocab) != name:
+      raise ValueError(f"{path}: {vocabulary} registers {base!r} as "
+                       f"{vocabularies.task_name(base, vocab)!r}, not {name!r}")
+    register = getattr(loaded, "register", None)
+    if callable(register) and "vocabulary" in inspect.signature(register).parameters:
+      register(vocabulary=vocab)
+  try:
+    task = seqio.get_mixture_or_task(name)
+  except ValueError as e:
+    raise ValueError(f"{path}: task {name!r} is not registered by {module} ({e})") from None
+  if not isinstance(task, seqio.Task):
+    raise ValueError(f"{path}: {name!r} is a mixture; infer writes one file per task")
+  return task
 
 
 def _kind(metric_fn) -> str:
@@ -119,39 +209,67 @@ def examples(task, split: str, indices: Sequence[int]) -> list[dict]:
   return [found[i] for i in indices]
 
 
-def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str, float]:
-  """The task's metrics over saved predictions and scores, as seqio.Evaluator computes them."""
+@dataclasses.dataclass(frozen=True)
+class ModelOutputs:
+  """What a task's metric functions take, per example: postprocessed targets and
+  predictions, the likelihood of each target (rank classification) and of each prediction."""
+  targets: list
+  predictions: list | None
+  target_scores: np.ndarray | None
+  scores: np.ndarray | None
+
+  def __len__(self) -> int:
+    return len(self.targets)
+
+  def take(self, indices: Sequence[int]) -> "ModelOutputs":
+    """The outputs of the examples at `indices` (repeats allowed: a bootstrap resample)."""
+    pick = lambda xs: None if xs is None else (  # noqa: E731
+        xs[np.asarray(indices)] if isinstance(xs, np.ndarray) else [xs[i] for i in indices])
+    return ModelOutputs(pick(self.targets), pick(self.predictions), pick(self.target_scores),
+                        pick(self.scores))
+
+
+def outputs(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> ModelOutputs:
+  """A saved infer output's lines as the Evaluator hands them to the metric functions."""
   targets = [task.postprocess_fn(_text(ex["targets_pretokenized"]), example=ex, is_target=True)
              if "targets_pretokenized" in ex else
              task.postprocess_fn(task.output_features["targets"].vocabulary.decode(
                  [int(t) for t in ex["targets"]]), example=ex, is_target=True)
              for ex in exs]
+  kinds = {_kind(fn) for fn in task.metric_fns}
+  target_scores = None
+  if "scores" in kinds:
+    missing = [line["_where"] for line in lines if "target_score" not in line]
+    if missing:
+      raise ValueError(f"{missing[0]}: no 'target_score'; task {task.name!r} is scored by "
+                       "the model's likelihood of each target (rank classification), "
+                       "which only an infer run of this version writes")
+    target_scores = np.array([float(line["target_score"]) for line in lines])
   predictions = None
-  out: dict[str, Any] = {}
+  if kinds - {"scores"}:
+    predictions = [task.postprocess_fn(line["prediction"], example=ex, is_target=False)
+                   for line, ex in zip(lines, exs)]
+  scores = np.array([float(line.get("score", np.nan)) for line in lines])
+  return ModelOutputs(targets, predictions, target_scores, scores)
+
+
+def metrics(task, out: ModelOutputs) -> dict[str, float]:
+  """The task's scalar metrics over `out`, each metric function called as the Evaluator does."""
+  found: dict[str, Any] = {}
   for fn in task.metric_fns:
     kind = _kind(fn)
     if kind == "scores":
-      missing = [line["_where"] for line in lines if "target_score" not in line]
-      if missing:
-        raise ValueError(f"{missing[0]}: no 'target_score'; task {task.name!r} is scored by "
-                         "the model's likelihood of each target (rank classification), "
-                         "which only an infer run of this version writes")
-      result = fn(targets, np.array([float(line["target_score"]) for line in lines]))
+      result = fn(out.targets, out.target_scores)
+    elif kind == "aux":
+      result = fn(out.targets, out.predictions, {"scores": out.scores})
     else:
-      if predictions is None:
-        predictions = [task.postprocess_fn(line["prediction"], example=ex, is_target=False)
-                       for line, ex in zip(lines, exs)]
-      if kind == "aux":
-        result = fn(targets, predictions,
-                    {"scores": np.array([float(line.get("score", np.nan)) for line in lines])})
-      else:
-        result = fn(targets, predictions)
+      result = fn(out.targets, out.predictions)
     for key, value in result.items():
-      if key in out:
+      if key in found:
         raise ValueError(f"duplicate metric key {key!r} in task {task.name!r}")
-      out[key] = value
+      found[key] = value
   scalars = {}
-  for key, value in out.items():
+  for key, value in found.items():
     value = getattr(value, "value", value)
     try:
       arr = np.asarray(value, dtype=np.float64)
@@ -162,36 +280,48 @@ def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str,
   return scalars
 
 
+def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str, float]:
+  """The task's metrics over saved predictions and scores, as seqio.Evaluator computes them."""
+  return metrics(task, outputs(task, lines, exs))
+
+
+def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
+              ) -> dict[str, bootstrap.Interval]:
+  """The 95% bootstrap interval of each of the task's metrics over the examples of `out`."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  with warnings.catch_warnings():  # one-example resamples make sklearn warn about empty classes
+    warnings.simplefilter("ignore")
+    return bootstrap.interval(lambda idx: metrics(task, out.take(idx)), len(out), resamples)
+
+
 def score_file(path: str | os.PathLike, *, task_name: str | None = None,
                split: str | None = None, step: int | None = None,
                output_dir: str | os.PathLike | None = None,
-               module: str = "crosstask.tasks.all") -> records.Record:
-  """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`."""
-  import importlib  # pylint: disable=g-import-not-at-top
-  import seqio  # pylint: disable=g-import-not-at-top
+               module: str = "crosstask.tasks.all", vocabulary: str | None = None,
+               resamples: int = bootstrap.RESAMPLES) -> records.Record:
+  """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`.
+
+  The record carries each metric's 95% interval from `resamples` bootstrap draws.
+  """
   from crosstask.runtime import fingerprint  # pylint: disable=g-import-not-at-top
   inferences = read_inferences(path, task_name, split)
-  importlib.import_module(module)
-  try:
-    task = seqio.get_mixture_or_task(inferences.task)
-  except ValueError as e:
-    raise ValueError(f"{path}: task {inferences.task!r} is not registered by {module} "
-                     f"({e})") from None
-  if not isinstance(task, seqio.Task):
-    raise ValueError(f"{path}: {inferences.task!r} is a mixture; infer writes one file per task")
+  task = resolve_task(inferences.task, pathlib.Path(os.fspath(path)), module, vocabulary)
   if step is None:
     step = inferences.step
   if step is None:
     raise ValueError(f"{path}: the lines carry no checkpoint step; give it with --step")
   indices = [int(line["index"]) for line in inferences.lines]
   exs = examples(task, inferences.split, indices)
-  metrics = compute(task, inferences.lines, exs)
+  out = outputs(task, inferences.lines, exs)
+  scores = metrics(task, out)
+  ci95 = intervals(task, out, resamples) if resamples > 0 else None
   print_fingerprint = fingerprint.fingerprint(task)
   if inferences.fingerprint and inferences.fingerprint != print_fingerprint:
     print(f"note: {path} was inferred under task fingerprint {inferences.fingerprint}; "
           f"scored under {print_fingerprint} (the task's definition changed since)")
-  record = records.Record(int(step), task.name, metrics, print_fingerprint,
-                          source=f"score:{pathlib.Path(path).name}", split=inferences.split)
+  record = records.Record(int(step), task.name, scores, print_fingerprint,
+                          source=f"score:{pathlib.Path(path).name}", split=inferences.split,
+                          ci95=ci95)
   records.append(pathlib.Path(output_dir) if output_dir else pathlib.Path(path).parent,
                  [record])
   return record

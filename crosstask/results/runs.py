@@ -67,6 +67,7 @@ def config_macros(texts: Sequence[str]) -> dict[str, str]:
   """Top-level macros (`NAME = value`) of the configs, the first file's value winning."""
   out: dict[str, str] = {}
   for text in texts:
+    text = re.sub(r"\\\n\s*", "", text)  # gin wraps a long value after a backslash
     for match in re.finditer(r"^([A-Z][A-Z0-9_]*) = (.+?)\s*$", text, re.M):
       out.setdefault(match[1], match[2].strip("'\""))
   return out

@@ -6,7 +6,10 @@ is its latest step's (or `step`'s). Columns are keyed by task, split and task
 fingerprint, so numbers of two task definitions land in two columns, never in
 one; a column's header names its checkpoint step when every row agrees, else
 each cell does. Runs whose configs differ only in the seed (and in their paths)
-form one row: mean ± std over seeds (population std, as papers report). Task
+form one row: mean ± std over seeds (population std, as papers report). Each
+cell carries a 95% interval (`ci95`, shown as [low, high]): the t interval of the
+seeds' mean where there are several, else a bootstrap over the run's examples
+(`intervals`) where its predictions were saved. Task
 variants `<base>.p<k>` (prompt k of a task) form one column for `<base>`: the
 mean over prompts, with their spread. Benchmark aggregates (CLUE and FewCLUE
 scores, LOT overall, SciRepEval averages) are computed per run from the same
@@ -23,6 +26,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from crosstask.results import aggregates
+from crosstask.results import bootstrap
+from crosstask.results import intervals
 from crosstask.results import paper as paper_numbers
 from crosstask.results.columns import Column, Row, Value, prompt_base, task_values
 from crosstask.results.runs import Run, label_of, load_run, merge_runs
@@ -34,7 +39,10 @@ def _pool(values: Sequence[Value]) -> dict:
   mean, std = common_report.mean_std([v.value for v in values])
   steps = {v.step for v in values}
   prompt_stds = [v.prompt_std for v in values if v.prompt_std is not None]
-  return {"mean": mean, "std": std if len(values) > 1 else None, "n": len(values),
+  ci95 = (bootstrap.over_seeds([v.value for v in values]) if len(values) > 1
+          else values[0].ci95)
+  return {"mean": mean, "std": std if len(values) > 1 else None,
+          "ci95": None if ci95 is None else [ci95[0], ci95[1]], "n": len(values),
           "step": steps.pop() if len(steps) == 1 else None,
           "prompts": max(v.prompts for v in values),
           "prompt_std": sum(prompt_stds) / len(prompt_stds) if prompt_stds else None,
@@ -85,6 +93,9 @@ def format_cell(cell: dict | None, column_step: int | None, floatfmt: str = ".2f
   text = format(cell["mean"], floatfmt)
   if cell["std"] is not None:
     text += f" ± {format(cell['std'], floatfmt)}"
+  if cell.get("ci95") is not None:
+    low, high = cell["ci95"]
+    text += f" [{format(low, floatfmt)}, {format(high, floatfmt)}]"
   if cell["prompt_std"] is not None and cell["prompts"]:
     text += (f" (σ {format(cell['prompt_std'], floatfmt)} over {cell['prompts']} "
              f"{cell['spread_of']})")
@@ -153,12 +164,14 @@ class Table:
 
 def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
           prefer: Sequence[str] = (), all_metrics: bool = False, paper: str = "default",
-          tasks: str | None = None, merge: bool = False) -> Table:
+          tasks: str | None = None, merge: bool = False,
+          resamples: int = bootstrap.RESAMPLES) -> Table:
   """The table for `run_dirs` (each a folder holding metrics.jsonl files, or one file).
 
   `merge` makes all of them one run (one row): the parts of one model's results.
+  `resamples` bootstrap draws give each run's intervals (0: none but over seeds).
   """
-  runs = [load_run(d, step) for d in run_dirs]
+  runs = [intervals.with_intervals(load_run(d, step), resamples) for d in run_dirs]
   if merge:
     runs = [merge_runs(runs)]
   rows = build_rows(runs, prefer, all_metrics)

@@ -47,3 +47,15 @@ def test_a_new_folder_gets_a_metrics_file(tmp_path):
   file = records.append(tmp_path / "baseline", [records.Record(0, "t", {"accuracy": 40.0})])
   assert file == tmp_path / "baseline" / "metrics.jsonl"
   assert records.append(tmp_path / "m.jsonl", []) == tmp_path / "m.jsonl"
+
+
+def test_intervals_round_trip_and_bad_ones_are_named(tmp_path):
+  records.append(tmp_path, [records.Record(3, "t", {"accuracy": 60.0},
+                                           ci95={"accuracy": (45.0, 75.0)})])
+  (row,) = records.read(tmp_path)
+  assert row.ci95 == {"accuracy": (45.0, 75.0)}
+  assert json.loads((tmp_path / "metrics.jsonl").read_text())["ci95"] == {"accuracy": [45.0, 75.0]}
+  path = tmp_path / "metrics.jsonl"
+  path.write_text('{"step": 1, "task": "a", "metrics": {"m": 1}, "ci95": {"m": [1]}}\n', "utf-8")
+  with pytest.raises(ValueError, match=rf"{path}:1: 'ci95' of task 'a' must map each metric"):
+    records.read(path)

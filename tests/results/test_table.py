@@ -49,7 +49,9 @@ def test_seeds_pool_and_models_stay_apart(tmp_path):
   text = result.markdown()
   # Steps differ between rows: each cell names its own; the column carries the fingerprint.
   assert "| csl_zh_title_to_category accuracy (validation) [aaaa0000] |" in text
-  assert "| small | T5 d64 2+2L | 0,1 | 65.00 ± 5.00 @100 |" in text
+  # Two seeds: the t interval of their mean, 65 ± 12.71 * 7.07 / sqrt(2).
+  assert result.rows[0].cells[column]["ci95"] == pytest.approx([1.47, 128.53], abs=0.01)
+  assert "| small | T5 d64 2+2L | 0,1 | 65.00 ± 5.00 [1.47, 128.53] @100 |" in text
   assert "| big_seed0 | T5 d128 2+2L | 0 | 90.00 @200 |" in text
 
 

@@ -1,0 +1,71 @@
+"""95% intervals: the bootstrap over examples, the t interval over seeds, and table cells."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from crosstask import records
+from crosstask.results import bootstrap
+from crosstask.results import table
+
+
+def _accuracy(correct):
+  return lambda idx: {"accuracy": 100.0 * correct[idx].mean()}
+
+
+def test_accuracy_interval_matches_the_normal_approximation():
+  correct = np.array([1.0] * 280 + [0.0] * 120)  # 70% of 400
+  low, high = bootstrap.interval(_accuracy(correct), len(correct))["accuracy"]
+  half = 100 * 1.96 * math.sqrt(0.7 * 0.3 / 400)  # 4.49 points
+  assert low == pytest.approx(70 - half, abs=0.6) and high == pytest.approx(70 + half, abs=0.6)
+  # Same seed, same interval: tables are reproducible.
+  assert bootstrap.interval(_accuracy(correct), 400)["accuracy"] == (low, high)
+
+
+def test_a_metric_that_is_no_mean_is_recomputed_on_each_resample():
+  correct = np.array([1.0] * 28 + [0.0] * 12)
+  def share(idx):  # accuracy, except on one example: not a mean of per-example values
+    return {"share": 100.0 * correct[idx].mean() if len(idx) > 1 else -1.0}
+  assert not bootstrap.per_example(share, len(correct))
+  assert set(bootstrap.per_example(_accuracy(correct), len(correct))) == {"accuracy"}
+  # Recomputed on the same draws, it gives the per-example path's interval exactly.
+  assert bootstrap.interval(share, len(correct))["share"] == pytest.approx(
+      bootstrap.interval(_accuracy(correct), len(correct))["accuracy"], abs=1e-9)
+
+
+def test_seeds_get_the_t_interval_of_their_mean():
+  low, high = bootstrap.over_seeds([60.0, 70.0])
+  half = 12.7062 * math.sqrt(50.0) / math.sqrt(2)  # t(0.975, 1 df) * sample sd / sqrt(n)
+  assert (low, high) == pytest.approx((65 - half, 65 + half), abs=1e-3)
+  assert bootstrap.over_seeds([60.0]) is None
+
+
+def test_a_cell_gets_the_interval_of_the_predictions_saved_beside_it(tmp_path):
+  """An eval's seqio log (<task>-<step>.jsonl) is resampled with the task's metric functions."""
+  folder = tmp_path / "run" / "inference_eval"
+  folder.mkdir(parents=True)
+  # The module the run registered its tasks with is the one imported to find them.
+  (folder.parent / "operative_config.gin").write_text(
+      "MIXTURE_OR_TASK_MODULE = 'crosstask.tasks.csl'\n", "utf-8")
+  labels = ["工学"] * 18 + ["理学"] * 12
+  predictions = ["工学"] * 30  # right on 18 of 30
+  with open(folder / "csl_zh_title_to_category-000050.jsonl", "w", encoding="utf-8") as f:
+    for target, prediction in zip(labels, predictions):
+      f.write(json.dumps({"input": {}, "target": {"category": target}, "output": prediction,
+                          "prediction": {"category": prediction}}, ensure_ascii=False) + "\n")
+  records.append(folder, [records.Record(50, "csl_zh_title_to_category",
+                                         {"accuracy": 60.0, "macro_f1": 37.5}, "f" * 8,
+                                         source="eval", split="validation")])
+  result = table.build([tmp_path / "run"], paper="none", all_metrics=True, resamples=200)
+  cells = {c.metric: result.rows[0].cells[c] for c in result.columns}
+  low, high = cells["accuracy"]["ci95"]
+  expected = bootstrap.interval(_accuracy(np.array([1.0] * 18 + [0.0] * 12)), 30, 200)[
+      "accuracy"]
+  assert (low, high) == pytest.approx(expected) and low < 60.0 < high
+  f1_low, f1_high = cells["macro_f1"]["ci95"]
+  assert f1_low < 37.5 < f1_high
+  assert f"60.00 [{low:.2f}, {high:.2f}]" in result.markdown()
+  assert table.build([tmp_path / "run"], paper="none", resamples=0).rows[0].cells[
+      result.columns[0]]["ci95"] is None

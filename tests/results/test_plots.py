@@ -1,0 +1,54 @@
+"""`crosstask.results --plot`: learning curves and the table's bars, drawn from the records."""
+
+import pytest
+from clu import metric_writers
+
+from crosstask import records
+from crosstask.results import __main__ as cli
+from crosstask.results import plots
+from crosstask.results import table
+
+LOSSES = {10: 2.5, 20: 1.25, 30: 0.75}  # exact in float32
+
+
+def _run(root, name, seed, accuracies):
+  """A run folder as training leaves it: config, train/ TensorBoard events, eval records."""
+  folder = root / name
+  (folder / "inference_eval").mkdir(parents=True)
+  (folder / "operative_config.gin").write_text(
+      f"RANDOM_SEED = {seed}\nMODEL/config.TransformerConfig.d_model = 64\n", "utf-8")
+  writer = metric_writers.create_default_writer(str(folder / "train"), asynchronous=False)
+  for step, loss in LOSSES.items():  # as runtime.progress writes them
+    writer.write_scalars(step, {"train/loss_per_token": loss * (seed + 1), "train/loss": 9.0})
+  writer.close()
+  records.append(folder / "inference_eval", [
+      records.Record(step, "clue_afqmc", {"accuracy": acc, "f1": 1.0}, "a" * 8, split="validation")
+      for step, acc in accuracies.items()])
+  return folder
+
+
+def test_plot_draws_the_records_curves_and_bars(tmp_path):
+  a = _run(tmp_path, "seed0", 0, {10: 50.0, 30: 70.0})
+  b = _run(tmp_path, "seed1", 1, {10: 40.0, 30: 60.0})
+  result = table.build([a, b], paper="none")
+  data = plots.series(result)
+  assert data.loss == {"seed0": LOSSES, "seed1": {s: 2 * v for s, v in LOSSES.items()}}
+  assert data.metrics == {"clue_afqmc accuracy": {"seed0": {10: 50.0, 30: 70.0},
+                                                  "seed1": {10: 40.0, 30: 60.0}}}
+  (header,) = result.headers()
+  ((row, (mean, low, high)),) = data.bars[header].items()
+  assert (row, mean) == ("seed0 + seed1", 65.0) and [low, high] == result.rows[0].cells[
+      result.columns[0]]["ci95"] and low < mean < high
+
+  png = tmp_path / "out" / "curves.png"
+  assert cli.main([str(a), str(b), "--paper", "none", "--plot", str(png)]) == 0
+  data = png.read_bytes()
+  assert data[:8] == b"\x89PNG\r\n\x1a\n" and 10_000 < len(data) < 1_000_000
+  from matplotlib import image  # pylint: disable=g-import-not-at-top
+  height, width, _ = image.imread(png).shape
+  assert (width, height) == (1008, 256)  # three 4.2 x 3.2 inch panels in a row at 80 dpi
+
+
+def test_nothing_to_plot_is_an_error(tmp_path):
+  with pytest.raises(ValueError, match="nothing to plot"):
+    plots.plot(plots.Series({}, {}, {}), tmp_path / "x.png")
