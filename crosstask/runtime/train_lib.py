@@ -55,7 +55,7 @@ def train(*,
           checkpoint_cfg: checkpoints.SaveCheckpointConfig | None = None,
           restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig | None = None,
           partitioner: partitioning.Partitioner | None = None,
-          optimizer_fn: Callable[[], tuple] = optimizers.create_optimizer,
+          optimizer_fn: Callable[..., tuple] = optimizers.create_optimizer,
           model_dir: str = gin.REQUIRED,
           total_steps: int = gin.REQUIRED,
           eval_period: int = 0,
@@ -67,8 +67,8 @@ def train(*,
           ) -> tuple[int, dict]:
   """Trains to `total_steps`; returns (final step, last train metrics).
 
-  Mirrors t5x.train.train's arguments; `optimizer_fn` returns (optax transform,
-  schedule) and is usually `optimizers.create_optimizer` configured in gin.
+  Mirrors t5x.train.train's arguments; `optimizer_fn(param_axes=...)` returns (optax
+  transform, schedule) and is usually `optimizers.create_optimizer` configured in gin.
   Faults (README "When a run fails"): SIGTERM checkpoints and raises
   `faults.Preempted`; a NaN/Inf step raises `faults.NonFiniteLossError` unless
   `trainer.Trainer.skip_nonfinite_batches`; a second trainer on `model_dir`,
@@ -94,11 +94,12 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
            checkpoint_cfg, restore_checkpoint_cfg, partitioner, optimizer_fn, model_dir,
            total_steps, eval_period, eval_steps, random_seed, num_microbatches, log_every,
            summarize_config_fn, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
-  tx, schedule = optimizer_fn()
   # The model's 'auto' attention and remat become the platform's choices.
   model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                data.model_input_shapes(train_dataset_cfg),
+  input_shapes = data.model_input_shapes(train_dataset_cfg)
+  tx, schedule = optimizer_fn(
+      param_axes=trainer_lib.param_logical_axes(model, input_shapes))
+  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule, input_shapes,
                                 num_microbatches=num_microbatches)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
