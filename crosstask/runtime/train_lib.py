@@ -17,7 +17,7 @@ import numpy as np
 
 from crosstask.runtime import batching, checkpoints, data, faults, gin_utils, inference
 from crosstask.runtime import input_state
-from crosstask.runtime import optimizers, partitioning, platform, progress
+from crosstask.runtime import optimizers, partitioning, platform, progress, restoring
 from crosstask.runtime import trainer as trainer_lib
 
 
@@ -64,6 +64,7 @@ def train(*,
           num_microbatches: int = 1,
           log_every: int = 10,
           summarize_config_fn: Callable[..., None] = gin_utils.summarize_gin_config,
+          report_guard: restoring.ReportGuard | None = None,
           ) -> tuple[int, dict]:
   """Trains to `total_steps`; returns (final step, last train metrics).
 
@@ -72,7 +73,9 @@ def train(*,
   Faults (README "When a run fails"): SIGTERM checkpoints and raises
   `faults.Preempted`; a NaN/Inf step raises `faults.NonFiniteLossError` unless
   `trainer.Trainer.skip_nonfinite_batches`; a second trainer on `model_dir`,
-  an unwritable or nearly full `model_dir` fail before the first step.
+  an unwritable or nearly full `model_dir` fail before the first step. The entry
+  point's `report_guard` sees each evaluation's task and split against what the run
+  trains on (and its initial checkpoint was trained on) before anything is read.
   """
   model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
@@ -82,6 +85,12 @@ def train(*,
     train_eval_dataset_cfg = data.check_run_vocabulary(model, train_eval_dataset_cfg)
   if infer_eval_dataset_cfg is not None:
     infer_eval_dataset_cfg = data.check_run_vocabulary(model, infer_eval_dataset_cfg)
+  if report_guard is not None:  # The tasks are registered now.
+    trained = [train_dataset_cfg.mixture_or_task_name] + restoring.trained_on(
+        restore_checkpoint_cfg.path if restore_checkpoint_cfg else None)
+    for cfg in (train_eval_dataset_cfg, infer_eval_dataset_cfg):
+      if cfg is not None:
+        report_guard(trained, cfg.mixture_or_task_name, cfg.split)
   with faults.ModelDirLock(model_dir), faults.PreemptionWatcher() as preemption:
     return _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
                   checkpoint_cfg or checkpoints.SaveCheckpointConfig(), restore_checkpoint_cfg,
