@@ -42,7 +42,6 @@ FACTOR_RULES: Mapping[str, str] = {
 }
 
 
-
 def _key(path: Sequence[Any]) -> tuple[str, ...]:
   return tuple(str(k) for k in path)
 
