@@ -197,10 +197,12 @@ def row_train(model: str, attention: str, remat: str, batch: int, steps: int,
   from crosstask.runtime import trainer as trainer_lib
   cfg = model_config(model, attention=attention, remat_policy=remat, scan_layers=scan)
   net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
-  tx, schedule = optimizers.create_optimizer(optimizers.adafactor, learning_rate=1e-3)
   data = packed_batch(batch, INPUTS, TARGETS, cfg.vocab_size)
-  trainer = trainer_lib.Trainer(net, partitioning.Partitioner(), tx, schedule,
-                                {k: v.shape for k, v in data.items()})
+  shapes = {k: v.shape for k, v in data.items()}
+  tx, schedule = optimizers.create_optimizer(
+      optimizers.adafactor, learning_rate=1e-3,
+      param_axes=trainer_lib.param_logical_axes(net, shapes))
+  trainer = trainer_lib.Trainer(net, partitioning.Partitioner(), tx, schedule, shapes)
   start = time.perf_counter()
   state = trainer.init_state(0)
   jb = jax.device_put(data)

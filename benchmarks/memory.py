@@ -81,10 +81,11 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   config = gin_models.config_from_gin(model_gin,
                                    [f"config.TransformerConfig.remat_policy = '{policy}'"])
   model = EncoderDecoderModel(Transformer(config), None, None)
-  tx, schedule = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+  shapes = {"encoder_input_tokens": (batch, length), "decoder_input_tokens": (batch, length)}
+  tx, schedule = optimizers.create_optimizer(
+      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, shapes))
   trainer = trainer_lib.Trainer(
-      model, partitioning.Partitioner(), tx, schedule,
-      {"encoder_input_tokens": (batch, length), "decoder_input_tokens": (batch, length)},
+      model, partitioning.Partitioner(), tx, schedule, shapes,
       profile=platform.profile(train_compiler_options=SCHEDULERS[scheduler]))
   tokens = jax.ShapeDtypeStruct((batch, length), jnp.int32)
   batch_spec = {"encoder_input_tokens": tokens, "decoder_input_tokens": tokens,

@@ -1,11 +1,16 @@
 """`python -m crosstask.eval --gin_file=runs/eval.gin ...`: metrics for checkpoints."""
 
+import functools
+
 from crosstask.runtime import eval_lib, gin_utils
 
 
 def main() -> None:
-  gin_utils.run_main(eval_lib.evaluate, what='eval_script.evaluate',
-                     job='infer')
+  # The leakage guard sees what the run trained on before any reported split is read.
+  # Imported here: the module itself imports without SeqIO or TensorFlow.
+  from crosstask.tasks.clue import leakage  # pylint: disable=import-outside-toplevel
+  gin_utils.run_main(functools.partial(eval_lib.evaluate, report_guard=leakage.check_run),
+                     what='eval_script.evaluate', job='infer')
 
 
 if __name__ == '__main__':

@@ -1,10 +1,16 @@
 """`python -m crosstask.infer --gin_file=runs/infer.gin ...`: predictions to JSON lines."""
 
+import functools
+
 from crosstask.runtime import gin_utils, infer_lib
 
 
 def main() -> None:
-  gin_utils.run_main(infer_lib.infer, what='infer_script.infer', job='infer')
+  # The leakage guard sees what the run trained on before any reported split is read.
+  # Imported here: the module itself imports without SeqIO or TensorFlow.
+  from crosstask.tasks.clue import leakage  # pylint: disable=import-outside-toplevel
+  gin_utils.run_main(functools.partial(infer_lib.infer, report_guard=leakage.check_run),
+                     what='infer_script.infer', job='infer')
 
 
 if __name__ == '__main__':

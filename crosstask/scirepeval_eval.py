@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     result = score.score_task(spec, args.embeddings, args.data, backend=args.backend,
                               n_jobs=args.n_jobs, float16=float16,
                               few_shot_runs=not args.no_few_shot, info=info)
-  except (KeyError, FileNotFoundError, readers.ScirepevalDataError, ValueError) as e:
+  except (KeyError, FileNotFoundError, readers.DataError, ValueError) as e:
     print(f"ERROR: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
     return 2
   out = {spec.name: result, "scored_by": {**score.scored_by(args.backend),

@@ -272,8 +272,9 @@ def _saved():
           num_decoder_layers=1, activations=('gelu', 'linear'), dtype='float32')
       model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
                                             seqio.ByteVocabulary())
-      tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
       shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+      tx, sched = optimizers.create_optimizer(
+          optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, shapes))
       return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes), cfg
     trainer, cfg = make(32)
     state = trainer.init_state(0)

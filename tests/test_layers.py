@@ -177,6 +177,33 @@ def module_cycles(root: pathlib.Path, pending=frozenset()) -> list[list[str]]:
   return cycles(graph)
 
 
+def config_reads(root: pathlib.Path) -> list[str]:
+  """Task modules that import gin or name a run's operative config.
+
+  A run's configuration is the runtime's to read: it hands the task layer what it
+  needs (the leakage guard gets the trained-on task names), so nothing under tasks
+  reads gin or a run directory's config at data time. Docstrings may mention both.
+  """
+  out = []
+  for module, path in module_names(root).items():
+    if layer(module) != "tasks":
+      continue
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+      elif isinstance(node, ast.ImportFrom):
+        names = [node.module or ""] if not node.level else []
+      else:
+        names = []
+      out += [f"{module} imports {n}" for n in names if n == "gin" or n.startswith("gin.")]
+      if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+          and "operative_config" in node.value and id(node) not in docstrings):
+        out.append(f"{module} reads {node.value!r}")
+  return out
+
+
 def test_no_module_imports_upward():
   assert upward_imports(PACKAGE, PENDING) == []
 
@@ -225,6 +252,30 @@ def test_finds_upward_imports_and_jobs_in_a_synthetic_tree(tmp_path):
       ["crosstask.metrics", "crosstask.tasks.csl"],
       ["crosstask.models", "crosstask.runtime"]]
   assert cycles(layer_graph(root)) == [["metrics", "tasks"], ["models", "runtime"]]
+
+
+def test_tasks_read_no_run_configuration():
+  assert config_reads(PACKAGE) == []
+
+
+def test_finds_gin_and_operative_config_reads_under_tasks_only(tmp_path):
+  root = _tree(tmp_path, {
+      "tasks/clue/leakage.py": '''
+          """Mentions operative_config.gin in its docstring: fine."""
+          def trained_on(folder):
+            import gin.config  # hidden in a function: still counts
+            return folder / "operative_config.gin"
+          ''',
+      "tasks/xbench/names.py": "from gin import config\n",
+      "tasks/csl/tasks.py": "import gin\nimport ginkgo\n",
+      "runtime/gin_utils.py": "import gin\nCONFIG = 'operative_config.gin'\n",
+      "train.py": "import gin\n",
+  })
+  assert config_reads(root) == [
+      "crosstask.tasks.clue.leakage imports gin.config",
+      "crosstask.tasks.clue.leakage reads 'operative_config.gin'",
+      "crosstask.tasks.csl.tasks imports gin",
+      "crosstask.tasks.xbench.names imports gin"]
 
 
 def test_finds_cycles_between_sibling_modules_and_packages(tmp_path):

@@ -26,6 +26,7 @@ Conventions shared by every method:
 
 from typing import Any, Callable, Optional, Tuple, Union
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 
@@ -266,6 +267,17 @@ def ban_tokens(logits: jnp.ndarray, history: jnp.ndarray, cur_len, *, eos_id: in
 # ----------------------------------------------------------------- sampling
 
 
+@flax.struct.dataclass
+class SamplingState:
+  """`temperature_sample`'s (and so `greedy`'s) loop carry; rows are B * num_decodes."""
+  step: jnp.ndarray  # int32 scalar: the output column written next
+  token: jnp.ndarray  # int32 [rows]: last token written, fed to the decoder next
+  sequences: jnp.ndarray  # int32 [rows, max_decode_len]
+  log_probs: jnp.ndarray  # float32 [rows]: summed over generated, non-forced tokens
+  ended: jnp.ndarray  # bool [rows]: EOS written
+  cache: PyTree  # decoder cache, batch rows
+
+
 def _filtered_sample(key: jax.Array, logits: jnp.ndarray, temperature: float,
                      topk: int, topp: float) -> jnp.ndarray:
   """Draws one token per row from softmax(logits / T) after top-k then top-p."""
@@ -320,13 +332,12 @@ def temperature_sample(
   if decode_rng is None:
     decode_rng = jax.random.PRNGKey(0)
 
-  def cond(state):
-    i, _, _, _, ended, _ = state
-    return (i < max_decode_len) & ~jnp.all(ended)
+  def cond(state: SamplingState):
+    return (state.step < max_decode_len) & ~jnp.all(state.ended)
 
-  def body(state):
-    i, cur, seqs, lps, ended, c = state
-    logits, c = tokens_to_logits(cur[:, None], c)
+  def body(state: SamplingState) -> SamplingState:
+    i, seqs, lps, ended = state.step, state.sequences, state.log_probs, state.ended
+    logits, c = tokens_to_logits(state.token[:, None], state.cache)
     logits = logits.astype(jnp.float32)
     allowed = logits
     if min_length or no_repeat_ngram_size:
@@ -349,16 +360,16 @@ def temperature_sample(
     lps = lps + jnp.where(is_forced | ended, 0.0, tok_lp)
     tok = jnp.where(ended, 0, tok)
     seqs = jax.lax.dynamic_update_slice_in_dim(seqs, tok[:, None], i, axis=1)
-    ended = ended | (tok == eos_id)
-    return i + 1, tok, seqs, lps, ended, c
+    return SamplingState(step=i + 1, token=tok, sequences=seqs, log_probs=lps,
+                         ended=ended | (tok == eos_id), cache=c)
 
-  init = (jnp.array(0, jnp.int32), jnp.zeros((flat,), jnp.int32),
-          jnp.zeros((flat, max_decode_len), jnp.int32),
-          jnp.zeros((flat,), jnp.float32), jnp.zeros((flat,), bool),
-          repeat_batch(cache, num_decodes))
-  _, _, seqs, lps, _, _ = jax.lax.while_loop(cond, body, init)
-  return (seqs.reshape(batch, num_decodes, max_decode_len),
-          lps.reshape(batch, num_decodes))
+  init = SamplingState(step=jnp.array(0, jnp.int32), token=jnp.zeros((flat,), jnp.int32),
+                       sequences=jnp.zeros((flat, max_decode_len), jnp.int32),
+                       log_probs=jnp.zeros((flat,), jnp.float32),
+                       ended=jnp.zeros((flat,), bool), cache=repeat_batch(cache, num_decodes))
+  final = jax.lax.while_loop(cond, body, init)
+  return (final.sequences.reshape(batch, num_decodes, max_decode_len),
+          final.log_probs.reshape(batch, num_decodes))
 
 
 def greedy(prompt: jnp.ndarray, cache: PyTree,
@@ -383,6 +394,19 @@ def t5x_brevity_penalty(alpha: float, length):
 def hf_length_penalty(alpha: float, length):
   """Hugging Face divisor length ** alpha (length = generated tokens)."""
   return jnp.asarray(length, jnp.float32) ** alpha
+
+
+@flax.struct.dataclass
+class BeamState:
+  """`beam_search`'s loop carry. Sequences keep the start token 0 in column 0."""
+  step: jnp.ndarray  # int32 scalar: position of the token fed to the decoder
+  alive_seqs: jnp.ndarray  # int32 [B, K, L + 1]
+  alive_log_probs: jnp.ndarray  # float32 [B, K], NEG_INF for dead beams
+  finished_seqs: jnp.ndarray  # int32 [B, K, L + 1], best first
+  finished_scores: jnp.ndarray  # float32 [B, K]: length-penalised, NEG_INF when empty
+  finished_flags: jnp.ndarray  # bool [B, K]: slot holds a finished hypothesis
+  open: jnp.ndarray  # bool [B]: an alive beam can still beat the finished pool
+  cache: PyTree  # decoder cache, B * K rows
 
 
 def _take_beams(x: jnp.ndarray, idx: jnp.ndarray) -> jnp.ndarray:
@@ -464,14 +488,13 @@ def beam_search(
       return penalty(cur)
     return penalty(final) if alpha >= 0 else penalty(cur)
 
-  def cond(state):
-    i, _, _, _, _, _, open_, _ = state
-    return (i < length) & jnp.any(open_)
+  def cond(state: BeamState):
+    return (state.step < length) & jnp.any(state.open)
 
-  def body(state):
-    i, alive_seqs, alive_lp, fin_seqs, fin_scores, fin_flags, open_, c = state
+  def body(state: BeamState) -> BeamState:
+    i, alive_seqs, alive_lp = state.step, state.alive_seqs, state.alive_log_probs
     cur = jax.lax.dynamic_index_in_dim(alive_seqs, i, axis=2, keepdims=False)
-    logits, c = tokens_to_logits(cur.reshape(batch * k, 1), c)
+    logits, c = tokens_to_logits(cur.reshape(batch * k, 1), state.cache)
     logits = logits.astype(jnp.float32)
     forced = forced_all[:, i]
     is_forced = forced != 0
@@ -501,35 +524,37 @@ def beam_search(
     c = _gather_batch(c, flat_parent)
 
     # Finished: merge newly finished candidates into the top-K pool.
-    eligible = finishing & open_[:, None]
+    eligible = finishing & state.open[:, None]
     if hf:
       eligible = eligible & (jnp.arange(2 * k) < k)[None, :]
     scores = top_lp / penalty(pen_length(i))[:, None]
     scores = jnp.where(eligible, scores, NEG_INF)
     fin_scores, sel = jax.lax.top_k(
-        jnp.concatenate([fin_scores, scores], axis=1), k)
-    fin_seqs = _take_beams(jnp.concatenate([fin_seqs, top_seqs], axis=1), sel)
-    fin_flags = _take_beams(jnp.concatenate([fin_flags, eligible], axis=1), sel)
+        jnp.concatenate([state.finished_scores, scores], axis=1), k)
+    fin_seqs = _take_beams(jnp.concatenate([state.finished_seqs, top_seqs], axis=1), sel)
+    fin_flags = _take_beams(jnp.concatenate([state.finished_flags, eligible], axis=1), sel)
 
     # Can an alive beam still beat the worst finished one?
     all_full = jnp.all(fin_flags, axis=1)
     worst = jnp.where(all_full, jnp.min(fin_scores, axis=1), NEG_INF)
     best = alive_lp[:, 0] / best_possible_divisor(i)
-    open_ = open_ & (best > worst)
+    open_ = state.open & (best > worst)
     if hf and early_stopping is True:
       open_ = open_ & ~all_full
     if not hf:  # Only dead (NEG_INF) beams left alive: nothing to find.
       open_ = open_ & (alive_lp[:, 0] > NEG_INF / 2)
-    return i + 1, alive_seqs, alive_lp, fin_seqs, fin_scores, fin_flags, open_, c
+    return BeamState(step=i + 1, alive_seqs=alive_seqs, alive_log_probs=alive_lp,
+                     finished_seqs=fin_seqs, finished_scores=fin_scores,
+                     finished_flags=fin_flags, open=open_, cache=c)
 
   init_lp = jnp.tile(jnp.array([0.0] + [NEG_INF] * (k - 1), jnp.float32),
                      (batch, 1))
-  init = (jnp.array(0, jnp.int32),
-          jnp.zeros((batch, k, length + 1), jnp.int32), init_lp,
-          jnp.zeros((batch, k, length + 1), jnp.int32),
-          jnp.full((batch, k), NEG_INF, jnp.float32),
-          jnp.zeros((batch, k), bool), jnp.ones((batch,), bool),
-          repeat_batch(cache, k))
-  state = jax.lax.while_loop(cond, body, init)
-  fin_seqs, fin_scores = state[3], state[4]
-  return fin_seqs[:, :, 1:], fin_scores
+  init = BeamState(step=jnp.array(0, jnp.int32),
+                   alive_seqs=jnp.zeros((batch, k, length + 1), jnp.int32),
+                   alive_log_probs=init_lp,
+                   finished_seqs=jnp.zeros((batch, k, length + 1), jnp.int32),
+                   finished_scores=jnp.full((batch, k), NEG_INF, jnp.float32),
+                   finished_flags=jnp.zeros((batch, k), bool),
+                   open=jnp.ones((batch,), bool), cache=repeat_batch(cache, k))
+  final = jax.lax.while_loop(cond, body, init)
+  return final.finished_seqs[:, :, 1:], final.finished_scores

@@ -9,17 +9,17 @@ every statistic and never averaged over. The statistics keep the reduced
 dimensions (size 1), so each has a known place in the parameter's logical axes
 and is sharded like the parameter's remaining dimensions.
 
-The parameters' logical names reach the optimizer through `param_logical_axes`
-(the Trainer sets it around `init` and `update`); without it every parameter
-is factored by optax's rule, the two largest dimensions. For 2-D parameters both
-rules pick the same dimensions and the updates equal optax.adafactor's.
+The parameters' logical names are an argument of `adafactor` (`param_axes`, as
+`trainer.param_logical_axes` gives them): a parameter without an entry there is an
+error, never silently factored another way, so a state built anywhere has the
+Trainer's shapes. A parameter whose entry is None is factored by optax's rule, the
+two largest dimensions; for 2-D parameters both rules pick the same dimensions and
+the updates equal optax.adafactor's.
 """
 
-import contextlib
-import contextvars
 import dataclasses
 import math
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -41,9 +41,6 @@ FACTOR_RULES: Mapping[str, str] = {
     'stack': BATCH,
 }
 
-_AXES: contextvars.ContextVar[dict | None] = contextvars.ContextVar('param_logical_axes',
-                                                                    default=None)
-
 
 def _key(path: Sequence[Any]) -> tuple[str, ...]:
   return tuple(str(k) for k in path)
@@ -53,17 +50,12 @@ def _name(path: Sequence[Any]) -> str:
   return '/'.join(str(getattr(k, 'key', getattr(k, 'name', getattr(k, 'idx', k)))) for k in path)
 
 
-@contextlib.contextmanager
-def param_logical_axes(axes: Any) -> Iterator[None]:
-  """Makes the parameters' logical axis names (a tree of PartitionSpecs, as
-  `nn.get_partition_spec` gives) known to Adafactor's init and update."""
+def _axes_by_path(param_axes: Any) -> dict[tuple[str, ...], PartitionSpec | None]:
+  """The parameters' logical axis names (a tree of PartitionSpecs, as
+  `nn.get_partition_spec` gives) keyed by each parameter's tree path."""
   flat = jax.tree_util.tree_flatten_with_path(
-      axes, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)[0]
-  token = _AXES.set({_key(path): spec for path, spec in flat})
-  try:
-    yield
-  finally:
-    _AXES.reset(token)
+      param_axes, is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)[0]
+  return {_key(path): spec for path, spec in flat}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,19 +126,26 @@ def adafactor(learning_rate: float | Callable[[jax.Array], jax.Array],
               eps: float = 1e-30,
               eps_scale: float = 1e-3,
               factored: bool = True,
-              factor_rules: Mapping[str, str] = FACTOR_RULES) -> optax.GradientTransformation:
+              factor_rules: Mapping[str, str] = FACTOR_RULES,
+              *, param_axes: Any) -> optax.GradientTransformation:
   """Adafactor (Shazeer & Stern, 2018) with optax.adafactor's hyper-parameters.
 
   The update is optax's chain (factored rms scaling, block-rms clipping, learning
   rate, parameter scale, momentum, weight decay, descent) with rms and scale taken
-  per slice of batch dimensions.
+  per slice of batch dimensions. `param_axes` names every parameter's dimensions
+  (module docstring); init and update refuse a parameter it does not cover.
   """
+  axes = _axes_by_path(param_axes)
+
   def plans(params):
-    axes = _AXES.get()
     flat, treedef = jax.tree_util.tree_flatten_with_path(params)
 
     def plan(path, p):
-      names = None if axes is None else axes.get(_key(path))
+      if _key(path) not in axes:
+        raise ValueError(
+            f"Adafactor has no logical axes for parameter '{_name(path)}': build it with "
+            "param_axes=trainer.param_logical_axes(model, input_shapes) of this model.")
+      names = axes[_key(path)]
       names = None if names is None else tuple(names) + (None,) * (p.ndim - len(names))
       return factoring(p.shape, names, factored=factored,
                        min_dim_size_to_factor=min_dim_size_to_factor, rules=factor_rules)
@@ -181,8 +180,7 @@ def adafactor(learning_rate: float | Callable[[jax.Array], jax.Array],
       if f.factored != (v_row.ndim == p.ndim):
         raise ValueError(
             f"Adafactor state of parameter '{_name(path)}' was built with another factoring: "
-            'run init and update under the same adafactor.param_logical_axes (the Trainer '
-            'does).')
+            'build the state with the same optimizer (the same param_axes) that updates it.')
       g = g.astype(jnp.float32)
       g2 = g * g + eps
       if f.factored:

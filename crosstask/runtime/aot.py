@@ -85,13 +85,15 @@ def load_job(gin_files: Sequence[str], bindings: Sequence[str] = ()) -> Job:
   if model is None:
     raise gin_utils.GinConfigError(f'No MODEL bound by {list(gin_files)}: pass a model gin '
                                    'file first, e.g. --gin_file=t5_1_1/tiny.gin')
-  optimizer, schedule = optimizers.create_optimizer()
   lengths = dict(_macro('TASK_FEATURE_LENGTHS', DEFAULT_LENGTHS))
   if set(lengths) != {'inputs', 'targets'}:
     raise gin_utils.GinConfigError(f"TASK_FEATURE_LENGTHS={lengths}: a compile needs "
                                    "{'inputs': N, 'targets': M}")
+  batch_size = int(_macro('BATCH_SIZE', DEFAULT_BATCH_SIZE))
+  optimizer, schedule = optimizers.create_optimizer(param_axes=trainer_lib.param_logical_axes(
+      model, _input_shapes(batch_size, lengths)))
   return Job(model=model, optimizer=optimizer, schedule=schedule,
-             batch_size=int(_macro('BATCH_SIZE', DEFAULT_BATCH_SIZE)), lengths=lengths,
+             batch_size=batch_size, lengths=lengths,
              num_microbatches=int(_macro('NUM_MICROBATCHES', 1)),
              pack=bool(_macro('PACK', False)), config=getattr(model.module, 'config', None))
 
@@ -330,11 +332,15 @@ def report(compiled_programs: Mapping[str, Any], *, chip: topology_lib.Chip | No
       programs={name: {k: v / GIB for k, v in m.items()} for name, m in memories.items()})
 
 
+def _input_shapes(batch_size: int, lengths: dict[str, int]) -> dict[str, tuple[int, int]]:
+  return {'encoder_input_tokens': (batch_size, lengths['inputs']),
+          'decoder_input_tokens': (batch_size, lengths['targets'])}
+
+
 def build_trainer(job: Job, partitioner: partitioning.Partitioner) -> trainer_lib.Trainer:
-  input_shapes = {'encoder_input_tokens': (job.batch_size, job.lengths['inputs']),
-                  'decoder_input_tokens': (job.batch_size, job.lengths['targets'])}
   return trainer_lib.Trainer(job.model, partitioner, job.optimizer, job.schedule,
-                             input_shapes, num_microbatches=job.num_microbatches)
+                             _input_shapes(job.batch_size, job.lengths),
+                             num_microbatches=job.num_microbatches)
 
 
 def abstract_key() -> jax.ShapeDtypeStruct:

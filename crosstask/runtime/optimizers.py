@@ -1,6 +1,6 @@
 """Optimizers and learning-rate schedules with T5X's defaults, all built from optax."""
 
-from typing import Callable
+from typing import Any, Callable
 
 import gin
 import jax.numpy as jnp
@@ -54,7 +54,7 @@ def linear_decay(base_learning_rate: float = 1e-3,
 
 # Adafactor as T5X runs it (second moments factored by logical axes, update clipping,
 # parameter scale): `adafactor.adafactor` itself, configurable as `optimizers.adafactor`.
-# `create_optimizer` passes it the schedule.
+# `create_optimizer` passes it the schedule and the parameters' logical axes.
 adafactor = gin.external_configurable(adafactor_lib.adafactor, module='optimizers')
 
 
@@ -63,8 +63,9 @@ def adamw(learning_rate: Schedule | float | None = None,
           b1: float = 0.9,
           b2: float = 0.999,
           eps: float = 1e-8,
-          weight_decay: float = 1e-4) -> optax.GradientTransformation:
-  """AdamW with decoupled weight decay."""
+          weight_decay: float = 1e-4,
+          param_axes: Any = None) -> optax.GradientTransformation:
+  """AdamW with decoupled weight decay; every parameter alike, so `param_axes` goes unused."""
   return optax.adamw(
       learning_rate=learning_rate if learning_rate is not None else constant(),
       b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
@@ -74,18 +75,21 @@ def adamw(learning_rate: Schedule | float | None = None,
 def create_optimizer(optimizer_fn: Callable[..., optax.GradientTransformation] = adafactor,
                      learning_rate: Schedule | float | None = None,
                      grad_clip_norm: float | None = None,
-                     accumulate_steps: int = 1) -> tuple[optax.GradientTransformation, Schedule]:
+                     accumulate_steps: int = 1,
+                     *, param_axes: Any) -> tuple[optax.GradientTransformation, Schedule]:
   """The optimizer and its schedule (kept for logging), plus clipping and accumulation.
 
   `optimizer_fn` is an uncalled factory (`@optimizers.adamw`) that receives the
-  schedule, so the logged rate is the one applied. `accumulate_steps` > 1 wraps it
+  schedule, so the logged rate is the one applied, and `param_axes`, the parameters'
+  logical axes (`trainer.param_logical_axes`) by which Adafactor factors its
+  statistics. `accumulate_steps` > 1 wraps it
   in `optax.MultiSteps`: parameters change every k steps, each step consuming one
   batch; to split one batch inside a step use the trainer's `num_microbatches`.
   """
   if learning_rate is None:
     learning_rate = rsqrt_decay()
   schedule = learning_rate if callable(learning_rate) else optax.constant_schedule(learning_rate)
-  tx = optimizer_fn(learning_rate=schedule)
+  tx = optimizer_fn(learning_rate=schedule, param_axes=param_axes)
   if grad_clip_norm:
     tx = optax.chain(optax.clip_by_global_norm(grad_clip_norm), tx)
   if accumulate_steps > 1:

@@ -5,7 +5,9 @@ Kept apart so that sibling jobs import this module rather than each other.
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+import pathlib
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -13,6 +15,28 @@ import gin
 import jax
 
 from crosstask.runtime import checkpoints, data, inference, partitioning, platform
+
+
+# (names the run trains on or its checkpoint was trained on, reported task, split) ->
+# raises when the report would score data the training saw; the task layer's
+# `leakage.check_run`, handed over by the entry points (runtime imports no tasks).
+ReportGuard = Callable[[Sequence[str], str, str], None]
+
+_MIXTURE_LINE = re.compile(r"^MIXTURE_OR_TASK_NAME\s*=\s*['\"]([^'\"]+)['\"]", re.M)
+
+
+def trained_on(checkpoint_path: str | os.PathLike | None) -> list[str]:
+  """The MIXTURE_OR_TASK_NAME a checkpoint was trained on (its run's operative_config.gin),
+  as a list: empty when the path is None or no config names one."""
+  if checkpoint_path is None:
+    return []
+  path = pathlib.Path(os.fspath(checkpoint_path))
+  for folder in (path, path.parent):
+    config = folder / 'operative_config.gin'
+    if config.is_file():
+      match = _MIXTURE_LINE.search(config.read_text(encoding='utf-8', errors='replace'))
+      return [match.group(1)] if match else []
+  return []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +69,9 @@ def checkpoint_job(run: Callable[[CheckpointJob], Any]) -> Callable[..., Any]:
   """`run(job)` as a job with T5X's keyword parameters, to make gin-configurable.
 
   The parameters are `CheckpointJob`'s fields (`partitioner` None: the default
-  Partitioner); the returned function keeps `run`'s name and docstring.
+  Partitioner); the returned function keeps `run`'s name and docstring. An entry
+  point passes `report_guard`: it sees what the checkpoint was trained on and the
+  task and split reported before anything is read.
   """
   def job(*,
           model: Any = gin.REQUIRED,
@@ -55,11 +81,16 @@ def checkpoint_job(run: Callable[[CheckpointJob], Any]) -> Callable[..., Any]:
           output_dir: str = gin.REQUIRED,
           num_examples: int | None = None,
           prompt_with_targets: bool = False,
-          num_decodes: int = 1):
+          num_decodes: int = 1,
+          report_guard: ReportGuard | None = None):
     partitioner = partitioner or partitioning.Partitioner()
     model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
+    dataset_cfg = data.check_run_vocabulary(model, dataset_cfg)  # Registers its tasks.
+    if report_guard is not None:
+      report_guard(trained_on(restore_checkpoint_cfg.path), dataset_cfg.mixture_or_task_name,
+                   dataset_cfg.split)
     return run(CheckpointJob(
-        model=model, dataset_cfg=data.check_run_vocabulary(model, dataset_cfg),
+        model=model, dataset_cfg=dataset_cfg,
         restore_checkpoint_cfg=restore_checkpoint_cfg, partitioner=partitioner,
         output_dir=output_dir, num_examples=num_examples,
         prompt_with_targets=prompt_with_targets, num_decodes=num_decodes))

@@ -17,7 +17,7 @@ import numpy as np
 
 from crosstask.runtime import batching, checkpoints, data, faults, gin_utils, inference
 from crosstask.runtime import input_state
-from crosstask.runtime import optimizers, partitioning, platform, progress
+from crosstask.runtime import optimizers, partitioning, platform, progress, restoring
 from crosstask.runtime import trainer as trainer_lib
 
 
@@ -55,7 +55,7 @@ def train(*,
           checkpoint_cfg: checkpoints.SaveCheckpointConfig | None = None,
           restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig | None = None,
           partitioner: partitioning.Partitioner | None = None,
-          optimizer_fn: Callable[[], tuple] = optimizers.create_optimizer,
+          optimizer_fn: Callable[..., tuple] = optimizers.create_optimizer,
           model_dir: str = gin.REQUIRED,
           total_steps: int = gin.REQUIRED,
           eval_period: int = 0,
@@ -64,15 +64,18 @@ def train(*,
           num_microbatches: int = 1,
           log_every: int = 10,
           summarize_config_fn: Callable[..., None] = gin_utils.summarize_gin_config,
+          report_guard: restoring.ReportGuard | None = None,
           ) -> tuple[int, dict]:
   """Trains to `total_steps`; returns (final step, last train metrics).
 
-  Mirrors t5x.train.train's arguments; `optimizer_fn` returns (optax transform,
-  schedule) and is usually `optimizers.create_optimizer` configured in gin.
+  Mirrors t5x.train.train's arguments; `optimizer_fn(param_axes=...)` returns (optax
+  transform, schedule) and is usually `optimizers.create_optimizer` configured in gin.
   Faults (README "When a run fails"): SIGTERM checkpoints and raises
   `faults.Preempted`; a NaN/Inf step raises `faults.NonFiniteLossError` unless
   `trainer.Trainer.skip_nonfinite_batches`; a second trainer on `model_dir`,
-  an unwritable or nearly full `model_dir` fail before the first step.
+  an unwritable or nearly full `model_dir` fail before the first step. The entry
+  point's `report_guard` sees each evaluation's task and split against what the run
+  trains on (and its initial checkpoint was trained on) before anything is read.
   """
   model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
@@ -82,6 +85,12 @@ def train(*,
     train_eval_dataset_cfg = data.check_run_vocabulary(model, train_eval_dataset_cfg)
   if infer_eval_dataset_cfg is not None:
     infer_eval_dataset_cfg = data.check_run_vocabulary(model, infer_eval_dataset_cfg)
+  if report_guard is not None:  # The tasks are registered now.
+    trained = [train_dataset_cfg.mixture_or_task_name] + restoring.trained_on(
+        restore_checkpoint_cfg.path if restore_checkpoint_cfg else None)
+    for cfg in (train_eval_dataset_cfg, infer_eval_dataset_cfg):
+      if cfg is not None:
+        report_guard(trained, cfg.mixture_or_task_name, cfg.split)
   with faults.ModelDirLock(model_dir), faults.PreemptionWatcher() as preemption:
     return _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
                   checkpoint_cfg or checkpoints.SaveCheckpointConfig(), restore_checkpoint_cfg,
@@ -94,11 +103,12 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
            checkpoint_cfg, restore_checkpoint_cfg, partitioner, optimizer_fn, model_dir,
            total_steps, eval_period, eval_steps, random_seed, num_microbatches, log_every,
            summarize_config_fn, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
-  tx, schedule = optimizer_fn()
   # The model's 'auto' attention and remat become the platform's choices.
   model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                data.model_input_shapes(train_dataset_cfg),
+  input_shapes = data.model_input_shapes(train_dataset_cfg)
+  tx, schedule = optimizer_fn(
+      param_axes=trainer_lib.param_logical_axes(model, input_shapes))
+  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule, input_shapes,
                                 num_microbatches=num_microbatches)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))

@@ -16,9 +16,22 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from crosstask.runtime import adafactor, host_memory, partitioning, platform
+from crosstask.runtime import host_memory, partitioning, platform
 
 State = dict[str, Any]
+
+
+def boxed_abstract_params(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
+  """The model's parameter shapes, boxed with their logical axis names; compiles nothing."""
+  # Shapes only: a key of the configured PRNG implementation, never a buffer.
+  rng = jax.eval_shape(lambda: jax.random.key(0))
+  return jax.eval_shape(lambda r: model.get_initial_variables(r, input_shapes)['params'], rng)
+
+
+def param_logical_axes(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
+  """Each parameter's logical axis names (PartitionSpecs), which the optimizer factors by
+  (`optimizers.create_optimizer(param_axes=...)`)."""
+  return nn.get_partition_spec(boxed_abstract_params(model, input_shapes))
 
 
 @gin.configurable(module='trainer')
@@ -54,9 +67,7 @@ class Trainer:
           f'{batch} into microbatches of {batch // num_microbatches} rows, which do not divide '
           f'over the {partitioner.data_size} batch shards of {partitioner.describe()}.')
     self.num_microbatches = num_microbatches
-    # Shapes only: a key of the configured PRNG implementation, never a buffer.
-    self._rng_spec = jax.eval_shape(lambda: jax.random.key(0))
-    boxed = jax.eval_shape(self._boxed_params, self._rng_spec)
+    boxed = boxed_abstract_params(model, self.input_shapes)
     self.param_axes = nn.get_partition_spec(boxed)  # Logical names per dimension.
     self.param_shardings = partitioner.logical_to_sharding(boxed)
     params = nn.unbox(boxed)
@@ -76,8 +87,7 @@ class Trainer:
     return self.model.get_initial_variables(rng, self.input_shapes)['params']
 
   def _fresh_opt_state(self, params):
-    with adafactor.param_logical_axes(self.param_axes):
-      return self.optimizer.init(params)
+    return self.optimizer.init(params)
 
   def _init_state(self, rng) -> State:
     params = nn.unbox(self._boxed_params(rng))
@@ -154,8 +164,7 @@ class Trainer:
     finite = jnp.isfinite(metrics['loss']) & jnp.isfinite(metrics['grad_norm'])
 
     def update(params, opt_state):
-      with adafactor.param_logical_axes(self.param_axes):
-        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+      updates, opt_state = self.optimizer.update(grads, opt_state, params)
       return optax.apply_updates(params, updates), opt_state
 
     # A non-finite step keeps the previous parameters and optimizer state. A cond

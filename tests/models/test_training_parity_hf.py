@@ -101,7 +101,7 @@ def _batches(seed: int = 0) -> list[dict[str, np.ndarray]]:
   return out
 
 
-def _crosstask_adafactor(lr: float) -> optax.GradientTransformation:
+def _crosstask_adafactor(lr: float, param_axes) -> optax.GradientTransformation:
   # The Trainer factors each parameter by its logical axes: attention kernels over
   # `embed` and the joined `heads` x `kv`, as HF's [out, in] matrices are. T5X leaves
   # the relative-position table [heads, buckets] unfactored; HF factors every matrix,
@@ -110,7 +110,7 @@ def _crosstask_adafactor(lr: float) -> optax.GradientTransformation:
   return adafactor.adafactor(
       learning_rate=lr, decay_rate=0.8, clipping_threshold=1.0,
       multiply_by_parameter_scale=True, min_dim_size_to_factor=1, momentum=None,
-      weight_decay_rate=None, factor_rules=rules)
+      weight_decay_rate=None, factor_rules=rules, param_axes=param_axes)
 
 
 def _hf_adafactor(params, lr: float) -> torch.optim.Optimizer:
@@ -124,10 +124,11 @@ ADAMW_LR = {"tiny": 1e-3, "small": 3e-4}
 ADAFACTOR_LR = 1e-2
 
 
-def _optimizers(name: str, size: str):
+def _optimizers(name: str, size: str, param_axes):
   """(crosstask optax transformation, HF torch optimizer factory), configured alike."""
   if name == "adafactor":
-    return _crosstask_adafactor(ADAFACTOR_LR), lambda p: _hf_adafactor(p, ADAFACTOR_LR)
+    return (_crosstask_adafactor(ADAFACTOR_LR, param_axes),
+            lambda p: _hf_adafactor(p, ADAFACTOR_LR))
   lr = ADAMW_LR[size]
   return (optimizers.adamw(learning_rate=lr, b1=ADAMW["b1"], b2=ADAMW["b2"], eps=ADAMW["eps"],
                            weight_decay=ADAMW["weight_decay"]),
@@ -196,11 +197,12 @@ def test_loss_curve_matches_hf(tmp_path, size, optimizer):
   torch.manual_seed(0)
   config = _config(size)
   shapes = {"encoder_input_tokens": (BATCH, ENC_LEN), "decoder_input_tokens": (BATCH, DEC_LEN)}
-  params = model_lib.EncoderDecoderModel(network.Transformer(config), None, None
-                                         ).get_initial_variables(jax.random.key(0), shapes)
+  model = model_lib.EncoderDecoderModel(network.Transformer(config), None, None)
+  params = model.get_initial_variables(jax.random.key(0), shapes)
   params = jax.device_get(nn.meta.unbox(params["params"]))
   folder = hf_import.save_hf_checkpoint(tmp_path / "init", config, params)
-  ours_tx, hf_optimizer = _optimizers(optimizer, size)
+  ours_tx, hf_optimizer = _optimizers(optimizer, size,
+                                      trainer_lib.param_logical_axes(model, shapes))
   batches = _batches()
 
   want = _hf_losses(_hf_model(folder), hf_optimizer, batches)

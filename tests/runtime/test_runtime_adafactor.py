@@ -23,16 +23,13 @@ def _grads(params, step):
                             for i, (k, x) in enumerate(zip(keys, leaves))])
 
 
-def _steps(tx, params, n=4, axes=None):
-  import contextlib
-  ctx = adafactor.param_logical_axes(axes) if axes is not None else contextlib.nullcontext()
+def _steps(tx, params, n=4):
   out = []
-  with ctx:
-    state = tx.init(params)
-    for step in range(n):
-      updates, state = tx.update(_grads(params, step), state, params)
-      params = optax.apply_updates(params, updates)
-      out.append(updates)
+  state = tx.init(params)
+  for step in range(n):
+    updates, state = tx.update(_grads(params, step), state, params)
+    params = optax.apply_updates(params, updates)
+    out.append(updates)
   return out, state
 
 
@@ -53,7 +50,7 @@ AXES_2D = {'wi': P('embed', 'mlp'), 'wo': P('mlp', 'embed'), 'embedding': P('voc
     ids=['t5x-defaults', 'momentum-decay', 'plain'])
 def test_equals_optax_adafactor_on_matrices(options):
   lr = optax.linear_schedule(1e-2, 1e-3, 10)
-  ours, state = _steps(optimizers.adafactor(lr, **options), PARAMS_2D, axes=AXES_2D)
+  ours, state = _steps(optimizers.adafactor(lr, **options, param_axes=AXES_2D), PARAMS_2D)
   theirs, _ = _steps(optax.adafactor(lr, **options), PARAMS_2D)
   for a, b in zip(ours, theirs):
     jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=2e-5, atol=1e-7), a, b)
@@ -63,8 +60,8 @@ def test_equals_optax_adafactor_on_matrices(options):
 
 def test_attention_kernels_are_factored_rows_by_embed_columns_by_heads_and_kv():
   kernel = {'query': jax.random.normal(jax.random.key(0), (256, 4, 64))}
-  _, state = _steps(optimizers.adafactor(1e-2), kernel, n=1,
-                    axes={'query': P('embed', 'heads', 'kv')})
+  _, state = _steps(optimizers.adafactor(1e-2, param_axes={'query': P('embed', 'heads', 'kv')}),
+                    kernel, n=1)
   assert state.v_row['query'].shape == (256, 1, 1)
   assert state.v_col['query'].shape == (1, 4, 64)
   assert state.v['query'].shape == ()
@@ -73,8 +70,9 @@ def test_attention_kernels_are_factored_rows_by_embed_columns_by_heads_and_kv():
   assert optax.adafactor(1e-2).init(kernel)[0].v['query'].shape == (256, 4, 64)
   # A 3-D kernel factored as a [256, 256] matrix: the same update as the reshaped matrix.
   flat = {'query': kernel['query'].reshape(256, 256)}
-  ours, _ = _steps(optimizers.adafactor(1e-2), kernel, axes={'query': P('embed', 'heads', 'kv')})
-  want, _ = _steps(optimizers.adafactor(1e-2), flat, axes={'query': P('embed', 'mlp')})
+  ours, _ = _steps(optimizers.adafactor(1e-2, param_axes={'query': P('embed', 'heads', 'kv')}),
+                   kernel)
+  want, _ = _steps(optimizers.adafactor(1e-2, param_axes={'query': P('embed', 'mlp')}), flat)
   for a, b in zip(ours, want):
     np.testing.assert_allclose(a['query'].reshape(256, 256), b['query'], rtol=2e-5, atol=1e-7)
 
@@ -83,29 +81,38 @@ def test_scanned_layers_are_batch_dimensions_updated_as_separate_layers():
   """A [layers, embed, mlp] parameter moves as its layers would one by one (T5X)."""
   stacked = {'wi': jax.random.normal(jax.random.key(0), (3, 128, 256)) * jnp.array(
       [1.0, 10.0, 0.1])[:, None, None]}
-  ours, state = _steps(optimizers.adafactor(1e-2), stacked,
-                       axes={'wi': P('layers', 'embed', 'mlp')})
+  ours, state = _steps(optimizers.adafactor(1e-2, param_axes={'wi': P('layers', 'embed', 'mlp')}),
+                       stacked)
   assert state.v_row['wi'].shape == (3, 128, 1) and state.v_col['wi'].shape == (3, 1, 256)
   for layer in range(3):
     one = {'wi': stacked['wi'][layer]}
     grads_of_layer = lambda p, step: {'wi': _grads(stacked, step)['wi'][layer]}
-    tx = optimizers.adafactor(1e-2)
-    with adafactor.param_logical_axes({'wi': P('embed', 'mlp')}):
-      st = tx.init(one)
-      params = one
-      for step in range(4):
-        upd, st = tx.update(grads_of_layer(params, step), st, params)
-        params = optax.apply_updates(params, upd)
-        np.testing.assert_allclose(ours[step]['wi'][layer], upd['wi'], rtol=2e-5, atol=1e-7)
+    tx = optimizers.adafactor(1e-2, param_axes={'wi': P('embed', 'mlp')})
+    st = tx.init(one)
+    params = one
+    for step in range(4):
+      upd, st = tx.update(grads_of_layer(params, step), st, params)
+      params = optax.apply_updates(params, upd)
+      np.testing.assert_allclose(ours[step]['wi'][layer], upd['wi'], rtol=2e-5, atol=1e-7)
 
 
-def test_update_without_the_axes_of_init_is_refused():
-  tx = optimizers.adafactor(1e-2)
+def test_update_with_other_axes_than_init_is_refused():
   kernel = {'query': jnp.ones((256, 4, 64))}
-  with adafactor.param_logical_axes({'query': P('embed', 'heads', 'kv')}):
-    state = tx.init(kernel)
+  state = optimizers.adafactor(1e-2, param_axes={'query': P('embed', 'heads', 'kv')}).init(kernel)
+  unnamed = optimizers.adafactor(1e-2, param_axes={'query': None})  # optax's rule: unfactored
   with pytest.raises(ValueError, match=r"parameter 'query' was built with another factoring"):
-    tx.update(kernel, state, kernel)
+    unnamed.update(kernel, state, kernel)
+
+
+def test_a_parameter_without_logical_axes_is_refused_not_factored_another_way():
+  kernel = {'query': jnp.ones((256, 4, 64)), 'scale': jnp.ones((256,))}
+  with pytest.raises(TypeError, match='param_axes'):
+    optimizers.adafactor(1e-2)
+  with pytest.raises(TypeError, match='param_axes'):
+    optimizers.create_optimizer(optimizers.adafactor, 1e-2)
+  tx = optimizers.adafactor(1e-2, param_axes={'scale': P('embed')})
+  with pytest.raises(ValueError, match=r"no logical axes for parameter 'query'"):
+    tx.init(kernel)
 
 
 def _t5_1_1_small():
@@ -126,8 +133,7 @@ def test_optimizer_state_of_t5_small_drops_to_the_factored_statistics():
   shapes = {'encoder_input_tokens': (1, 8), 'decoder_input_tokens': (1, 8)}
   boxed = jax.eval_shape(lambda: model.get_initial_variables(jax.random.key(0), shapes))['params']
   params, axes = nn.unbox(boxed), nn.get_partition_spec(boxed)
-  with adafactor.param_logical_axes(axes):
-    ours = jax.eval_shape(optimizers.adafactor(1e-3).init, params)
+  ours = jax.eval_shape(optimizers.adafactor(1e-3, param_axes=axes).init, params)
   theirs = jax.eval_shape(optax.adafactor(1e-3).init, params)
   param_bytes, ours_b, theirs_b = _bytes(params), _bytes(ours), _bytes(theirs)
   print(f'T5 1.1 small: params {param_bytes / 2**20:.1f} MiB, optimizer state: optax '
@@ -140,3 +146,34 @@ def test_optimizer_state_of_t5_small_drops_to_the_factored_statistics():
   assert ours_b < 0.02 * theirs_b
   for leaf in jax.tree.leaves(ours.v):  # What stays unfactored is small (norms, rel. bias).
     assert leaf.size <= 6 * 32 or leaf.ndim == 1
+
+
+def test_a_state_built_outside_the_trainer_from_explicit_axes_restores_into_it(tmp_path):
+  """`tx.init` anywhere gives the Trainer's state: nothing reaches the optimizer but its
+  arguments, so the state a caller builds restores into `Trainer.abstract_state()`."""
+  from crosstask.runtime import checkpoints, partitioning, trainer as trainer_lib
+  cfg = config_lib.TransformerConfig(
+      vocab_size=264, d_model=128, d_ff=160, num_heads=4, d_kv=32, num_encoder_layers=1,
+      num_decoder_layers=1, activations=('gelu', 'linear'), dtype='float32')
+  vocab = seqio.ByteVocabulary()
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
+  shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+  axes = trainer_lib.param_logical_axes(model, shapes)
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=axes,
+                                          grad_clip_norm=1.0)
+  params = nn.unbox(model.get_initial_variables(jax.random.key(0), shapes)['params'])
+  outside = {'step': jnp.zeros((), jnp.int32), 'params': params, 'opt_state': tx.init(params)}
+  # The attention kernels [128 embed, 4 heads, 32 kv] are factored by T5X's rules (embed
+  # rows, heads x kv = 128 columns); optax's two-largest-dimensions rule leaves them whole.
+  query = outside['opt_state'][1].v_row['encoder']['layers_0']['attention']['query']
+  assert query.shape == (128, 1, 1)
+
+  tx2, _ = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=axes,
+                                       grad_clip_norm=1.0)
+  trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx2, sched, shapes)
+  mgr = checkpoints.manager(str(tmp_path))
+  checkpoints.save(mgr, 0, outside, batches_consumed=0)
+  mgr.wait_until_finished()
+  restored, _ = checkpoints.restore(mgr, 0, trainer.abstract_state())
+  mgr.close()
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(restored), jax.device_get(outside))

@@ -23,7 +23,8 @@ def _trainer(scan_layers: bool) -> trainer_lib.Trainer:
   vocab = seqio.ByteVocabulary()
   cfg = dataclasses.replace(CFG, scan_layers=scan_layers)
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+  tx, sched = optimizers.create_optimizer(
+      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, SHAPES))
   return trainer_lib.Trainer(model, partitioning.Partitioner(num_partitions=2), tx, sched,
                              SHAPES)
 

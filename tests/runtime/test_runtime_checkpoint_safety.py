@@ -80,8 +80,9 @@ def _trainer(**trainer_kwargs) -> tuple[trainer_lib.Trainer, config_lib.Transfor
       num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
   shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+  tx, sched = optimizers.create_optimizer(
+      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, shapes))
   return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes,
                              **trainer_kwargs), cfg
 

@@ -25,7 +25,8 @@ def _trainer(d_model: int = 32) -> trainer_lib.Trainer:
   cfg = _config(d_model)
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3)
+  tx, sched = optimizers.create_optimizer(
+      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, SHAPES))
   return trainer_lib.Trainer(model, partitioning.Partitioner(num_partitions=2), tx, sched,
                              SHAPES)
 

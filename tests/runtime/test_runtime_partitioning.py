@@ -40,9 +40,11 @@ def _batch(rows=8):
 
 def _trainer(partitioner, num_microbatches=1, optimizer=optimizers.adafactor, rows=8,
              **model_kw):
-  tx, schedule = optimizers.create_optimizer(optimizer, 1e-2)
   shapes = {k: (rows, length) for k, (_, length) in SHAPES.items()}
-  return trainer_lib.Trainer(_model(**model_kw), partitioner, tx, schedule, shapes,
+  model = _model(**model_kw)
+  tx, schedule = optimizers.create_optimizer(
+      optimizer, 1e-2, param_axes=trainer_lib.param_logical_axes(model, shapes))
+  return trainer_lib.Trainer(model, partitioner, tx, schedule, shapes,
                              num_microbatches=num_microbatches)
 
 
@@ -199,9 +201,9 @@ def _device_bytes(tree, device) -> int:
 def test_per_device_bytes_of_parameters_and_optimizer_state(layout, num_partitions, shards):
   """AdamW's moments mirror the parameters, so they shard exactly as they do."""
   part = partitioning.Partitioner(num_partitions=num_partitions, layout=layout)
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 1e-3)
   model = _model(vocab_size=256, d_model=64, d_ff=128, d_kv=8, num_encoder_layers=2,
                  num_decoder_layers=2)
+  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 1e-3, param_axes=None)
   trainer = trainer_lib.Trainer(model, part, tx, schedule, SHAPES)
   state = trainer.init_state(seed=0)
   total = {k: sum(x.nbytes for x in jax.tree.leaves(state[k])) for k in ('params', 'opt_state')}
@@ -276,5 +278,5 @@ def test_schedules():
   np.testing.assert_allclose([lin(5), lin(10), lin(60), lin(110)], [5e-4, 1e-3, 5e-4, 0.0],
                              atol=1e-9)
   tx, sched = optimizers.create_optimizer(optimizers.adamw, 1e-3, grad_clip_norm=1.0,
-                                          accumulate_steps=2)
+                                          accumulate_steps=2, param_axes=None)
   assert isinstance(tx, optax.MultiSteps) and float(sched(7)) == pytest.approx(1e-3)

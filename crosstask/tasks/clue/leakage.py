@@ -8,9 +8,9 @@ corpus, whose full file holds CSLDCP test abstracts with their discipline. So:
   CSL-corpus task and reports `fewclue_<t>` / `fewclue_csldcp` on test_public;
 * `check_mixture` refuses such a mixture outright (it trains and evaluates on
   the same task list);
-* `check_current_run` applies `check_run` whenever a FewCLUE task's test_public
-  is read under a gin-configured run (training mixture, or the checkpoint's
-  training mixture from its operative_config.gin);
+* the runtime calls `check_run` as a job starts, with the task names the run
+  trains on (or its checkpoint was trained on) and the task and split it reports:
+  this module reads no configuration;
 * `shared_texts` / `exclude_shared` find and drop records by normalised-text
   hash when data has to be mixed anyway.
 """
@@ -18,9 +18,6 @@ corpus, whose full file holds CSLDCP test abstracts with their discipline. So:
 from __future__ import annotations
 
 import hashlib
-import os
-import pathlib
-import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
@@ -118,39 +115,3 @@ def exclude_shared(records: Iterable[dict], against: Iterable[str],
   """`records` without those whose text occurs in `against` (e.g. CSL full file vs CSLDCP)."""
   banned = {text_key(t) for t in against}
   return [r for r in records if text_key(text_of(r)) not in banned]
-
-
-_MIXTURE_LINE = re.compile(r"^MIXTURE_OR_TASK_NAME\s*=\s*['\"]([^'\"]+)['\"]", re.M)
-
-
-def trained_on(checkpoint_path: str | os.PathLike) -> str | None:
-  """The MIXTURE_OR_TASK_NAME a checkpoint was trained on (its run's operative_config.gin)."""
-  path = pathlib.Path(os.fspath(checkpoint_path))
-  for folder in (path, path.parent):
-    config = folder / "operative_config.gin"
-    if config.is_file():
-      match = _MIXTURE_LINE.search(config.read_text(encoding="utf-8", errors="replace"))
-      return match.group(1) if match else None
-  return None
-
-
-def _gin_macro(name: str):
-  try:
-    import gin  # pylint: disable=g-import-not-at-top
-    return gin.query_parameter(f"%{name}")
-  except (ImportError, ValueError):
-    return None
-
-
-def check_current_run(reported: str, split: str) -> None:
-  """Called when a FewCLUE report split is read: refuses it when the gin-configured run
-  trains on its source (train.py: MIXTURE_OR_TASK_NAME) or evaluates a checkpoint
-  trained on it (eval.py/infer.py: CHECKPOINT_PATH -> that run's operative_config.gin)."""
-  if split not in REPORT_SPLITS:
-    return
-  trained = [m for m in (_gin_macro("MIXTURE_OR_TASK_NAME"),) if isinstance(m, str)]
-  checkpoint = _gin_macro("CHECKPOINT_PATH")
-  if isinstance(checkpoint, str):
-    trained += [m for m in (trained_on(checkpoint),) if m]
-  if trained:
-    check_run(trained, reported, split)

@@ -228,8 +228,6 @@ def holdout(records: Sequence[dict], kind: str, part: str) -> list[dict]:
 
 
 def _read(split: str, *, benchmark: str, task: str, k: str | None, rank: bool, kind: str):
-  if benchmark == RD.FEWCLUE:
-    leakage.check_current_run(task_name(benchmark, task, k, rank), split)
   if split in HOLDOUT_SPLITS:
     records = holdout(RD.read_all(benchmark, task, "train"), kind, split)
   else:

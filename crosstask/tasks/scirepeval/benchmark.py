@@ -11,6 +11,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 
+from crosstask.tasks.common import readers as common_readers
 from crosstask.tasks.scirepeval import readers
 
 CLASSIFICATION, REGRESSION, PROXIMITY, SEARCH = (
@@ -101,9 +102,8 @@ def get(name: str) -> TaskSpec:
 def read_tasks_config(path) -> dict[str, TaskSpec]:
   """The official `scirepeval_tasks.jsonl` as TaskSpecs (in-train flags from our table)."""
   out = {}
-  for where, value in readers.iter_jsonl(path):
-    d = readers.require_object(value, where)
-    readers.require_fields(d, ("name", "type", "data", "metrics"), where)
+  for where, d in readers.objects(common_readers.read_jsonl(path),
+                                  ("name", "type", "data", "metrics")):
     if d["type"] not in FORMAT_SHORT:
       raise readers.located(where, f"field 'type': unknown format {d['type']!r}")
     cfg = d["data"]

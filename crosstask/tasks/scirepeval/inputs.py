@@ -57,7 +57,7 @@ def embedding_inputs(records: Sequence[Mapping[str, Any]], task_type: str, *,
     if item["doc_id"] in seen:
       continue
     if not item["doc_id"]:
-      raise readers.ScirepevalDataError(
+      raise readers.DataError(
           f"a {role[:-1] if role.endswith('s') else role} has no doc_id to key its embedding by "
           f"({document_text(item)[:60]!r}); meta rows need doc_id")
     seen.add(item["doc_id"])
@@ -69,10 +69,10 @@ def embedding_inputs(records: Sequence[Mapping[str, Any]], task_type: str, *,
 
 def read_meta_any(path) -> list[dict[str, Any]]:
   """A meta file in either official form (IR rows when records carry candidates)."""
-  first = next(iter(readers.iter_json_records(path)), None)
+  first = next(iter(readers.json_rows(path)), None)
   if first is None:
-    raise readers.ScirepevalDataError(f"{path}: empty meta file")
-  if isinstance(first[1], dict) and "candidates" in first[1]:
+    raise readers.DataError(f"{path}: empty meta file")
+  if isinstance(first.value, dict) and "candidates" in first.value:
     return readers.read_ir_rows(path)
   return readers.read_meta(path)
 

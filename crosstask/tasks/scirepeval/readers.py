@@ -25,31 +25,19 @@ import math
 import os
 import pathlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-PathLike = str | os.PathLike
+from crosstask.tasks.common import readers as common
+from crosstask.tasks.common.readers import DataError, PathLike, require_file
+
 _FLOAT_INT = re.compile(r"^\d+\.0+$")
 
 
-class ScirepevalDataError(ValueError):
-  """Malformed SciRepEval data; the message names the file and line (and field).
-
-  A ValueError, like the shared readers' `DataError` (which it is not).
-  """
-
-
-def located(where: str, problem: str) -> ScirepevalDataError:
-  return ScirepevalDataError(f"{where}: {problem}")
-
-
-def require_file(path: PathLike, what: str) -> pathlib.Path:
-  p = pathlib.Path(path)
-  if not p.is_file():
-    raise FileNotFoundError(f"{what} not found: {p}")
-  return p
+def located(where: str, problem: str) -> DataError:
+  return DataError(f"{where}: {problem}")
 
 
 def normalise_id(value: Any, where: str, field: str) -> str:
@@ -70,26 +58,8 @@ def normalise_id(value: Any, where: str, field: str) -> str:
                 f"{type(value).__name__}")
 
 
-def iter_jsonl(path: PathLike) -> Iterator[tuple[str, Any]]:
-  """(where, value) for each non-blank line of a JSON-lines file."""
-  p = require_file(path, "JSON-lines file")
-  with open(p, "rb") as f:
-    for n, raw in enumerate(f, 1):
-      where = f"{p}:{n}"
-      try:
-        line = raw.decode("utf-8")
-      except UnicodeDecodeError as e:
-        raise located(where, f"not UTF-8 ({e.reason} at byte {e.start})") from None
-      if not line.strip():
-        continue
-      try:
-        yield where, json.loads(line)
-      except json.JSONDecodeError as e:
-        raise located(where, f"bad JSON at column {e.colno}: {e.msg}") from None
-
-
-def iter_json_records(path: PathLike) -> Iterator[tuple[str, Any]]:
-  """(where, record) for a JSON array file, or for JSON lines when the file is not an array.
+def json_rows(path: PathLike) -> Iterator[common.Row]:
+  """The rows of a JSON array file, or of JSON lines when the file is not an array.
 
   The official sample data mixes both (`fos_small.json` is an array,
   `search_small.jsonl` JSON lines), so the form is sniffed from the first byte.
@@ -97,30 +67,15 @@ def iter_json_records(path: PathLike) -> Iterator[tuple[str, Any]]:
   p = require_file(path, "JSON file")
   with open(p, "rb") as f:
     head = f.read(4096).lstrip()
-  if not head.startswith(b"["):
-    yield from iter_jsonl(p)
-    return
-  try:
-    data = json.loads(p.read_bytes().decode("utf-8"))
-  except UnicodeDecodeError as e:
-    raise located(str(p), f"not UTF-8 ({e.reason} at byte {e.start})") from None
-  except json.JSONDecodeError as e:
-    raise located(f"{p}:{e.lineno}", f"bad JSON at column {e.colno}: {e.msg}") from None
-  for i, record in enumerate(data):
-    yield f"{p}[record {i}]", record
+  return common.read_json_records(p) if head.startswith(b"[") else common.read_jsonl(p)
 
 
-def require_object(value: Any, where: str) -> dict:
-  if not isinstance(value, dict):
-    raise located(where, f"expected a JSON object, got {type(value).__name__}")
-  return value
-
-
-def require_fields(record: Mapping, fields: tuple[str, ...], where: str) -> None:
-  missing = [f for f in fields if f not in record]
-  if missing:
-    raise located(where, f"missing field(s) {missing} (has {sorted(record)})")
-
+def objects(rows: Iterable[common.Row], fields: tuple[str, ...] = ()
+            ) -> Iterator[tuple[str, dict]]:
+  """(where, record) for each row, which must be a JSON object holding `fields`."""
+  for row in rows:
+    common.require(row.value, fields, row.where)
+    yield row.where, row.value
 
 
 # ------------------------------------------------------------------ papers, meta, training
@@ -154,7 +109,7 @@ def _year(value: Any, where: str) -> str | None:
 def paper(record: Any, where: str, *, id_required: bool = True,
           fallback_id: str | None = None) -> dict[str, str]:
   """A normalised paper from a meta/candidate/triplet record."""
-  record = require_object(record, where)
+  common.require(record, (), where)
   key = next((k for k in ID_KEYS if record.get(k) not in (None, "")), None)
   if key is not None:
     doc_id = normalise_id(record[key], where, key)
@@ -177,7 +132,7 @@ def paper(record: Any, where: str, *, id_required: bool = True,
 
 def read_meta(path: PathLike) -> list[dict[str, str]]:
   """A simple-format meta file: one paper per row, keyed by doc_id (or corpus_id)."""
-  out = [paper(record, where) for where, record in iter_json_records(path)]
+  out = [paper(row.value, row.where) for row in json_rows(path)]
   if not out:
     raise located(str(path), "no papers")
   return out
@@ -198,9 +153,7 @@ def read_ir_rows(path: PathLike, *, graded: bool = False) -> list[dict[str, Any]
   title of a pseudo-paper with the row's doc_id).
   """
   rows = []
-  for where, record in iter_json_records(path):
-    record = require_object(record, where)
-    require_fields(record, ("query", "candidates"), where)
+  for where, record in objects(json_rows(path), ("query", "candidates")):
     row_id = next((normalise_id(record[k], where, k) for k in ID_KEYS
                    if record.get(k) not in (None, "")), None)
     cands = record["candidates"]
@@ -247,9 +200,7 @@ def read_training(path: PathLike, label_field: str, *,
   """
   out = []
   allowed = set(label_set) if label_set is not None else None
-  for where, record in iter_json_records(path):
-    record = require_object(record, where)
-    require_fields(record, (label_field,), where)
+  for where, record in objects(json_rows(path), (label_field,)):
     value = record[label_field]
     if isinstance(value, list):
       if not value or not all(isinstance(v, str) for v in value):
@@ -274,12 +225,11 @@ def read_training(path: PathLike, label_field: str, *,
 def read_triplets(path: PathLike) -> list[dict[str, dict[str, str]]]:
   """SPECTER citation triplets `{query, pos, neg}` (papers keyed by corpus_id or sha)."""
   out = []
-  for where, record in iter_json_records(path):
-    record = require_object(record, where)
-    require_fields(record, ("query", "pos", "neg"), where)
+  for where, record in objects(json_rows(path), ("query", "pos", "neg")):
     triplet = {}
     for part in ("query", "pos", "neg"):
-      value = require_object(record[part], f"{where} {part}")
+      value = record[part]
+      common.require(value, (), f"{where} {part}")
       sha = value.get("sha")
       triplet[part] = paper(value, f"{where} {part}",
                             fallback_id=str(sha) if sha else None)
@@ -309,8 +259,7 @@ def read_embeddings(path: PathLike, *, float16: bool = False) -> dict[str, np.nd
   """
   out: dict[str, np.ndarray] = {}
   dim = None
-  for where, value in iter_jsonl(path):
-    record = require_object(value, where)
+  for where, record in objects(common.read_jsonl(path)):
     key = "doc_id" if "doc_id" in record else "corpus_id" if "corpus_id" in record else None
     if key is None:
       raise located(where, "missing field 'doc_id'")
@@ -399,9 +348,7 @@ def read_probe_split(path: PathLike) -> list[tuple[str, Any]]:
         rows.append((normalise_id(record["paper_id"], where, "paper_id"),
                      _label(record["label"], where)))
   else:
-    for where, value in iter_jsonl(p):
-      record = require_object(value, where)
-      require_fields(record, ("paper_id", "label"), where)
+    for where, record in objects(common.read_jsonl(p), ("paper_id", "label")):
       rows.append((normalise_id(record["paper_id"], where, "paper_id"),
                    _label(record["label"], where)))
   if not rows:
@@ -418,9 +365,7 @@ def read_qrels(path: PathLike) -> dict[str, dict[str, int]]:
   `get_qc_pairs` assigns in a loop, so later rows overwrite earlier ones.
   """
   qrels: dict[str, dict[str, int]] = {}
-  for where, value in iter_jsonl(path):
-    record = require_object(value, where)
-    require_fields(record, ("query_id", "cand_id", "score"), where)
+  for where, record in objects(common.read_jsonl(path), ("query_id", "cand_id", "score")):
     score = record["score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or (
         isinstance(score, float) and not score.is_integer()):
@@ -435,9 +380,7 @@ def read_qrels(path: PathLike) -> dict[str, dict[str, int]]:
 def read_reviewer_metadata(path: PathLike) -> dict[str, list[str]]:
   """`{r_id, papers: [doc_id]}` lines -> {reviewer id: [paper ids]}."""
   out = {}
-  for where, value in iter_jsonl(path):
-    record = require_object(value, where)
-    require_fields(record, ("r_id", "papers"), where)
+  for where, record in objects(common.read_jsonl(path), ("r_id", "papers")):
     papers = record["papers"]
     if not isinstance(papers, list) or not papers:
       raise located(where, "field 'papers': expected a non-empty list of paper ids")

@@ -54,7 +54,7 @@ def probe_arrays(rows, embeddings: Mapping[str, np.ndarray], where: str
   if any(isinstance(l, list) for l in labels):
     lengths = {len(l) if isinstance(l, list) else -1 for l in labels}
     if len(lengths) != 1:
-      raise readers.ScirepevalDataError(f"{where}: multi-label rows need multi-hot lists of one "
+      raise readers.DataError(f"{where}: multi-label rows need multi-hot lists of one "
                                      f"length; got lengths {sorted(lengths)}")
   return x, np.array(labels), len(rows) - len(kept)
 
@@ -74,7 +74,7 @@ def score_supervised(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
     complete = probes.regression_metrics(y_test.astype(float), preds, spec.metrics)
   else:
     if spec.multi_label and y_train.ndim != 2:
-      raise readers.ScirepevalDataError(f"{train_path}: {spec.name} is multi-label; labels must "
+      raise readers.DataError(f"{train_path}: {spec.name} is multi-label; labels must "
                                      "be multi-hot lists")
     preds = probes.classify(x_train, y_train, x_test, multi_label=spec.multi_label,
                             backend=backend, n_jobs=n_jobs)

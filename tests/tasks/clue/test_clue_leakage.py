@@ -45,23 +45,52 @@ def test_text_key_ignores_spacing_and_width():
   assert leakage.text_key("ＡＢＣ 北京，") == leakage.text_key("ABC北京,")
 
 
-def test_reading_test_public_refuses_a_checkpoint_trained_on_its_source(tmp_path):
-  gin = pytest.importorskip("gin")
-  import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
+def _tiny_model():
   import seqio  # pylint: disable=g-import-not-at-top
-  from crosstask import paths  # pylint: disable=g-import-not-at-top
+  from crosstask.models import config as config_lib, model as model_lib, network
+  cfg = config_lib.TransformerConfig(vocab_size=264, d_model=8, d_ff=8, num_heads=1, d_kv=8,
+                                     num_encoder_layers=1, num_decoder_layers=1)
+  vocab = seqio.ByteVocabulary()
+  return model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
+
+
+def _dataset(name, split):
+  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
+  return data.DatasetConfig(name, {"inputs": 64, "targets": 8}, split, batch_size=8,
+                            shuffle=False, seed=0)
+
+
+def test_a_training_run_refuses_to_report_test_public_of_its_source(tmp_path):
+  """The mixture trained on reaches the guard before the run reads or trains anything."""
+  import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
+  from crosstask.runtime import train_lib  # pylint: disable=g-import-not-at-top
+  with pytest.raises(leakage.LeakageError, match="clue_tnews -> fewclue_tnews_k0"):
+    train_lib.train(model=_tiny_model(), train_dataset_cfg=_dataset("clue_classification",
+                                                                    "train"),
+                    infer_eval_dataset_cfg=_dataset("fewclue_tnews_k0", "test_public"),
+                    model_dir=str(tmp_path / "run"), total_steps=1,
+                    report_guard=leakage.check_run)
+
+
+def test_a_job_refuses_test_public_of_a_checkpoint_trained_on_its_source(tmp_path):
+  """The runtime reads what the checkpoint's run trained on (its operative_config.gin) and
+  hands it to the guard the entry point passes, before the job reads anything."""
+  import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
+  from crosstask.runtime import checkpoints, restoring  # pylint: disable=g-import-not-at-top
   run = tmp_path / "run"
   (run / "checkpoint_8").mkdir(parents=True)
   (run / "operative_config.gin").write_text("MIXTURE_OR_TASK_NAME = 'clue_classification'\n")
-  assert leakage.trained_on(run / "checkpoint_8") == "clue_classification"
-  task = seqio.get_mixture_or_task("fewclue_tnews_k0")
-  gin.clear_config()
-  try:
-    gin.parse_config([f"CHECKPOINT_PATH = '{run / 'checkpoint_8'}'",
-                      "MIXTURE_OR_TASK_NAME = 'fewclue_tnews_k0'"])
-    with paths.use_data_dir(paths.SAMPLE_DIR):
-      task.get_dataset({"inputs": 64, "targets": 8}, split="validation")  # dev_0: fine
-      with pytest.raises(leakage.LeakageError, match="clue_tnews -> fewclue_tnews_k0"):
-        task.get_dataset({"inputs": 64, "targets": 8}, split="test_public")
-  finally:
-    gin.clear_config()
+  assert restoring.trained_on(run / "checkpoint_8") == ["clue_classification"]
+  model = _tiny_model()
+  job = restoring.checkpoint_job(lambda j: j.dataset_cfg.split)
+
+  def start(split):
+    return job(model=model, dataset_cfg=_dataset("fewclue_tnews_k0", split),
+               output_dir=str(tmp_path / "out"),
+               restore_checkpoint_cfg=checkpoints.RestoreCheckpointConfig(
+                   str(run / "checkpoint_8")),
+               report_guard=leakage.check_run)
+
+  assert start("validation") == "validation"  # dev_0: not what FewCLUE reports
+  with pytest.raises(leakage.LeakageError, match="clue_tnews -> fewclue_tnews_k0"):
+    start("test_public")

@@ -60,7 +60,7 @@ def write_init_checkpoint(model_gin: str, directory: pathlib.Path, return_model:
   try:
     gin_utils.parse([model_gin], [])
     model = gin.query_parameter("%MODEL").scoped_configurable_fn()
-    tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0)
+    tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0, param_axes=None)
     trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx, schedule,
                                   {"encoder_input_tokens": (8, 8), "decoder_input_tokens": (8, 4)})
     manager = checkpoints.manager(str(directory))

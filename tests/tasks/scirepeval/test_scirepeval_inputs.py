@@ -62,5 +62,5 @@ def test_truncation_keeps_eos_and_is_counted():
 def test_meta_rows_need_ids_to_key_embeddings(tmp_path):
   path = tmp_path / "m.jsonl"
   path.write_text('{"query": "text only", "candidates": [{"doc_id": 1, "title": "a"}]}\n')
-  with pytest.raises(readers.ScirepevalDataError, match="no doc_id"):
+  with pytest.raises(readers.DataError, match="no doc_id"):
     inputs.embedding_inputs(inputs.read_meta_any(path), "adhoc_search")

@@ -100,13 +100,13 @@ def _write(tmp_path, name, text):
     ("meta.jsonl", '{"doc_id": 1, "title": "a"}\n{"title": "no id"}\n', readers.read_meta,
      ":2", "missing field 'doc_id'"),
     ("meta.jsonl", '{"doc_id": 1, "title": "a"}\n{"doc_id": 2, "title": "b"\n',
-     readers.read_meta, ":2", "bad JSON"),
+     readers.read_meta, ":2", "invalid JSON"),
     ("meta.jsonl", '{"doc_id": 1, "title": "a", "year": 2019.5}\n', readers.read_meta, ":1",
      "field 'year'"),
     ("meta.jsonl", '{"doc_id": 1, "title": "", "abstract": null}\n', readers.read_meta, ":1",
      "neither title nor abstract"),
     ("meta.jsonl", b'{"doc_id": 1, "title": "a"}\n{"doc_id": 2, "title": "\xff"}\n',
-     readers.read_meta, ":2", "not UTF-8"),
+     readers.read_meta, ":2", "invalid UTF-8"),
     ("meta.json", '[{"doc_id": 1, "title": "a"},\n {"doc_id": null, "title": "b"}]',
      readers.read_meta, "[record 1]", "missing field 'doc_id'"),
     ("ir.jsonl", '{"doc_id": "q", "query": "x", "candidates": [{"doc_id": 1, "title": "a",'
@@ -115,7 +115,7 @@ def _write(tmp_path, name, text):
     ("ir.jsonl", '{"doc_id": "q", "query": "x", "candidates": []}\n', readers.read_ir_rows,
      ":1", "field 'candidates'"),
     ("qrels.jsonl", '{"query_id": 1, "cand_id": 2, "score": 1}\n{"query_id": 1, "cand_id": 3}\n',
-     readers.read_qrels, ":2", "missing field(s) ['score']"),
+     readers.read_qrels, ":2", "missing field(s) 'score'"),
     ("qrels.jsonl", '{"query_id": 1, "cand_id": 2, "score": 0.5}\n', readers.read_qrels, ":1",
      "integer grade"),
     ("train.csv", "paper_id,label\n1,0\n2,\n", readers.read_probe_split, ":3", "field 'label'"),
@@ -134,7 +134,7 @@ def _write(tmp_path, name, text):
 ])
 def test_bad_input_names_file_and_line(tmp_path, name, text, read, where, message):
   path = _write(tmp_path, name, text)
-  with pytest.raises(readers.ScirepevalDataError) as e:
+  with pytest.raises(readers.DataError) as e:
     read(path)
   assert f"{path}{where}" in str(e.value) and message in str(e.value), str(e.value)
 

@@ -2,6 +2,7 @@
 
 import collections
 import json
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -102,6 +103,35 @@ def test_an_evaluation_example_in_the_meta_pool_fails_the_run():
   # The shipped scenarios do not leak on the sample.
   for scenario in (FEWCLUE, LOT):
     episodes.check_episode(scenario, seed=0)
+
+
+def _sample_copy(tmp_path, planted_story: str | None):
+  """The sample data, with a LOT story appended to CLUE TNEWS's train file when given."""
+  root = tmp_path / "data"
+  shutil.copytree(paths.SAMPLE_DIR, root)
+  if planted_story is not None:
+    with (root / "clue" / "tnews" / "train.json").open("a", encoding="utf-8") as f:
+      f.write(json.dumps({"label": "103", "label_desc": "news_sports",
+                          "sentence": planted_story, "keywords": ""}, ensure_ascii=False)
+              + "\n")
+  return root
+
+
+def test_an_evaluation_example_copied_into_another_benchmarks_meta_pool_is_caught(tmp_path):
+  """A LOT OutGen test story inside CLUE TNEWS's training file: TNEWS lays it out as a
+  news headline to classify, LOT as a story to write, and the meta set of clue_csl_to_lot
+  trains on TNEWS. The check compares content across benchmarks, not task with task."""
+  story = json.loads((paths.SAMPLE_DIR / "lot" / "outgen" / "test.jsonl")
+                     .read_text(encoding="utf-8").splitlines()[0])["story"]
+  with paths.use_data_dir(_sample_copy(tmp_path / "clean", None)):
+    episodes.check_episode(LOT, seed=0)  # the same pools without the copy pass
+  with paths.use_data_dir(_sample_copy(tmp_path / "planted", story)):
+    with pytest.raises(episodes.LeakageError,
+                       match=r"'clue_csl_to_lot', seed 0: evaluation example \d+ of task "
+                             r"'lot_zh_outgen' split 'test' \(episode split 's0_test'\) shares "
+                             r"text with meta-training example 4 of task 'clue_tnews' "
+                             r"split 'train'"):
+      episodes.check_episode(LOT, seed=0)
 
 
 def test_segments_ignore_layout_and_labels():
