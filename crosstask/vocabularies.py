@@ -12,7 +12,10 @@ model's vocabulary is not bytes, and refuses a run whose task and model vocabula
 differ.
 
 Model gin files bind `VOCABULARY = @vocabularies.model_vocabulary()` with
-`vocabularies.model_vocabulary.path = %VOCABULARY_PATH` (None: bytes).
+`vocabularies.model_vocabulary.path = %VOCABULARY_PATH` (None: bytes), through gin's
+dynamic registration (`from crosstask import vocabularies` in the gin file). This module
+registers no gin configurable itself: upstream T5X imports task modules (which import
+this one) after it has locked gin, and refuses any module that adds a configurable.
 
 This module imports no TensorFlow or SeqIO at load, so parsing a model gin file
 stays cheap and models may import it.
@@ -24,8 +27,6 @@ import functools
 import os
 import pathlib
 import re
-
-import gin
 
 BYTES = "bytes"
 # Between a task's plain name and its vocabulary's key; never inside a plain name.
@@ -94,11 +95,10 @@ def get(name: str | os.PathLike | None = BYTES, extra_ids: int = 0):
   return _load(_canonical(name), int(extra_ids))
 
 
-@gin.configurable(module="vocabularies")
 def model_vocabulary(path: str | os.PathLike | None = None, extra_ids: int = 0):
   """The model's vocabulary in gin: `get(path)`, bytes when `path` is None.
 
-  Bound as `vocabularies.model_vocabulary.path = %VOCABULARY_PATH`. Tasks never
+  Configurable only through a gin file's dynamic registration; bound as `vocabularies.model_vocabulary.path = %VOCABULARY_PATH`. Tasks never
   read this binding: a run whose model vocabulary is not bytes uses the tasks
   registered for it (`task_name`).
   """

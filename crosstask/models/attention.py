@@ -33,10 +33,13 @@ and differ between implementations; they never reach a non-padding position or a
 weighted loss.
 """
 
+from collections.abc import Sequence
+
 import flax.linen as nn
 import flax.struct
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec
 
 FUSED = ("dot_product", "cudnn", "flash")
@@ -97,22 +100,55 @@ def fused_attention(implementation: str, query: jax.Array, key: jax.Array, value
   `position_bias` is float32 [1, heads, q, k] (or None, for cross-attention);
   `implementation` one of FUSED.
   """
-  if implementation in ("dot_product", "cudnn"):
-    bias = position_bias
-    if implementation == "cudnn":
-      if query.dtype not in (jnp.bfloat16, jnp.float16):
-        raise ValueError(f"TransformerConfig.attention='cudnn' needs dtype bfloat16 or "
-                         f"float16, got query dtype {query.dtype}")
-      bias = None if bias is None else bias.astype(query.dtype)
-    return jax.nn.dot_product_attention(
-        query, key, value, bias=bias, mask=mask.allowed(with_causal=False), scale=1.0,
-        is_causal=mask.causal, implementation=None if implementation == "dot_product" else "cudnn")
+  if implementation == "dot_product":
+    return _dot_product_attention(query, key, value, mask, position_bias, None)
+  if implementation == "cudnn":
+    return cudnn_attention(query, key, value, mask, position_bias)
   if implementation == "flash":
     out = sharded_flash_attention(jnp.swapaxes(query, 1, 2), jnp.swapaxes(key, 1, 2),
                                   jnp.swapaxes(value, 1, 2), mask, position_bias)
     return jnp.swapaxes(out, 1, 2)
   raise ValueError(f"fused attention implementation must be one of {FUSED}, "
                    f"got {implementation!r}")
+
+
+def _dot_product_attention(query, key, value, mask: AttentionMask, bias,
+                           implementation: str | None) -> jax.Array:
+  return jax.nn.dot_product_attention(
+      query, key, value, bias=bias, mask=mask.allowed(with_causal=False), scale=1.0,
+      is_causal=mask.causal, implementation=implementation)
+
+
+def cudnn_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: AttentionMask,
+                    position_bias: jax.Array | None, *, implementation: str | None = "cudnn"
+                    ) -> jax.Array:
+  """The "cudnn" call: half-precision operands, the float32 position bias cast to their
+  dtype (the kernel takes one dtype), the masks as `dot_product` passes them.
+
+  `implementation=None` runs this very call, cast included, through XLA, so a CPU test
+  can bound what the cast costs against float32 attention.
+  """
+  if query.dtype not in (jnp.bfloat16, jnp.float16):
+    raise ValueError(f"TransformerConfig.attention='cudnn' needs dtype bfloat16 or "
+                     f"float16, got query dtype {query.dtype}")
+  bias = None if position_bias is None else position_bias.astype(query.dtype)
+  return _dot_product_attention(query, key, value, mask, bias, implementation)
+
+
+def packed_mask(segment_lengths: Sequence[Sequence[int]], length: int, *,
+                causal: bool = False) -> AttentionMask:
+  """Self-attention mask of rows packed from segments of the given lengths, then padded.
+
+  `[[5, 4], [9]]` at length 12: row 0 holds segments of 5 and 4 tokens and 3 padding,
+  row 1 one segment of 9 and 3 padding. A check of an implementation against another
+  (tests, benchmarks) gets padding, packing and, with `causal`, causality at once.
+  """
+  ids = np.zeros((len(segment_lengths), length), np.int32)
+  for row, lengths in enumerate(segment_lengths):
+    if sum(lengths) > length:
+      raise ValueError(f"segment_lengths[{row}]={list(lengths)} exceed length {length}")
+    ids[row, :sum(lengths)] = np.repeat(np.arange(1, len(lengths) + 1), lengths)
+  return AttentionMask.from_valid(ids > 0, ids > 0, ids, ids, causal=causal)
 
 
 def _pad_to_block(x: jax.Array, axis: int, fill=0) -> jax.Array:

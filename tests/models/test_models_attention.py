@@ -4,7 +4,8 @@ Every case carries T5's relative-position bias, padding, packing segments and (i
 decoder) causality. "flash" is the real Pallas TPU kernel, run on CPU in its TPU
 interpret mode (`pltpu.force_tpu_interpret_mode`), so the kernel's own bias, segment
 and causal handling is what is tested. "cudnn" needs a GPU; on CPU the same
-`jax.nn.dot_product_attention` call is tested through "dot_product".
+`jax.nn.dot_product_attention` call is tested through "dot_product", and the cuDNN
+branch itself (bfloat16 operands, its bias cast) through XLA, with its error bound.
 """
 
 import dataclasses
@@ -140,6 +141,64 @@ def test_attention_mask_matches_padding_segments_and_causality():
   np.testing.assert_array_equal(mask.allowed()[0, 0], want)
   unpacked = attention.AttentionMask.from_valid(seg > 0, seg > 0)
   np.testing.assert_array_equal(unpacked.allowed()[0, 0], (seg > 0).T & (seg > 0))
+
+
+def test_packed_mask_packs_pads_and_masks_causally():
+  mask = attention.packed_mask([[2, 2], [3]], 5, causal=True)
+  np.testing.assert_array_equal(mask.q_segments, [[1, 1, 2, 2, -1], [1, 1, 1, -1, -1]])
+  np.testing.assert_array_equal(mask.allowed()[0, 0], [[1, 0, 0, 0, 0],
+                                                        [1, 1, 0, 0, 0],
+                                                        [0, 0, 1, 0, 0],
+                                                        [0, 0, 1, 1, 0],
+                                                        [0, 0, 0, 0, 0]])
+  with pytest.raises(ValueError, match=r"segment_lengths\[1\]=\[4, 2\] exceed length 5"):
+    attention.packed_mask([[1], [4, 2]], 5)
+
+
+# The cuDNN branch's operands on CPU: bfloat16 queries, keys and values; a T5-sized
+# position bias (std 3, so |bias| reaches ~10) in float32, which the branch casts to
+# bfloat16 (8 significant bits: a logit moves by up to |bias| * 2^-9 ~ 0.02).
+_B, _LEN, _HEADS, _D = 2, 24, 4, 16
+
+
+def _half_precision_operands():
+  rng = np.random.default_rng(0)
+  q, k, v = (jnp.asarray(rng.normal(size=(_B, _LEN, _HEADS, _D)), jnp.bfloat16)
+             for _ in range(3))
+  bias = jnp.asarray(rng.normal(scale=3.0, size=(1, _HEADS, _LEN, _LEN)), jnp.float32)
+  return q, k, v, bias
+
+
+def _float32_attention(q, k, v, bias, mask):
+  q, k, v = (x.astype(jnp.float32) for x in (q, k, v))
+  logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) + bias + mask.bias()
+  return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(logits), v)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
+def test_cudnn_branch_through_xla_keeps_masks_and_bounds_the_bias_cast(causal):
+  """The "cudnn" call, bias cast included, run by XLA on a padded, packed batch.
+
+  Against float32 attention the largest error over real positions is 0.016 (causal)
+  and 0.012 (bidirectional) on outputs up to |3.3|; the bound 0.03 keeps 2x room.
+  The cast alone (float32 attention with the bias rounded to bfloat16) costs ~0.011.
+  A lost mask or bias moves outputs by O(1).
+  """
+  q, k, v, bias = _half_precision_operands()
+  mask = attention.packed_mask([[10, 8], [17]], _LEN, causal=causal)
+  got = attention.cudnn_attention(q, k, v, mask, bias, implementation=None)
+  assert got.dtype == jnp.bfloat16
+  real = np.asarray(mask.q_segments >= 0)  # padding rows attend to nothing: unspecified
+  want = np.asarray(_float32_attention(q, k, v, bias, mask))[real]
+  error = np.abs(np.asarray(got, np.float32)[real] - want)
+  assert error.max() < 0.03, error.max()
+  # The branch does cast: it equals the float32-bias call given a bfloat16 bias, not
+  # the float32 one that "dot_product" passes.
+  cast = attention.fused_attention("dot_product", q, k, v, mask, bias.astype(jnp.bfloat16))
+  uncast = attention.fused_attention("dot_product", q, k, v, mask, bias)
+  np.testing.assert_array_equal(np.asarray(got, np.float32)[real],
+                                np.asarray(cast, np.float32)[real])
+  assert np.abs(np.asarray(got, np.float32) - np.asarray(uncast, np.float32))[real].max() > 0
 
 
 def test_cudnn_refuses_float32_by_name():

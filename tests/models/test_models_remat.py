@@ -1,4 +1,5 @@
-"""remat_policy changes what the backward pass keeps, never the numbers."""
+"""remat_policy changes what the backward pass keeps, never the numbers; each policy plans
+less memory than none, scanned or not, in the order the config documents (scanned)."""
 
 import dataclasses
 import functools
@@ -12,6 +13,7 @@ import pytest
 from crosstask.models import layer_stacking
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
+from crosstask.runtime import platform
 
 CFG = TransformerConfig(vocab_size=64, d_model=32, d_ff=64, num_heads=4, d_kv=8,
                         num_encoder_layers=2, num_decoder_layers=2, activations=("gelu", "linear"),
@@ -61,8 +63,13 @@ def test_unknown_remat_policy_is_named():
     dataclasses.replace(CFG, remat_policy="everything")
 
 
+@functools.cache
 def _compiled_grad_temp_bytes(policy: str, layers: int, scan_layers: bool) -> int:
-  """XLA's planned temporaries for the gradient of a `layers`-deep model (never run)."""
+  """XLA's planned temporaries for the gradient of a `layers`-deep model (never run),
+  compiled with the XLA options the Trainer compiles its step with on this platform
+  (on CPU the memory-optimized scheduler: XLA:CPU's default one places the
+  recomputation of an unscanned stack without regard to memory, so no policy saves
+  anything there: 66.0 MB for none, 67.1 full, 68.1 dots, 67.1 minimal)."""
   cfg = dataclasses.replace(CFG, d_model=64, d_ff=128, d_kv=16, vocab_size=128,
                             num_encoder_layers=layers, num_decoder_layers=layers,
                             remat_policy=policy, scan_layers=scan_layers)
@@ -75,7 +82,9 @@ def _compiled_grad_temp_bytes(policy: str, layers: int, scan_layers: bool) -> in
     logits = model.apply({"params": p}, enc, dec, dec, enable_dropout=True,
                          rngs={"dropout": jax.random.PRNGKey(1)})
     return jnp.mean(jax.nn.logsumexp(logits, -1))
-  compiled = jax.jit(jax.grad(loss)).lower(params, tokens, tokens).compile()
+  options = dict(platform.profile(backend=jax.default_backend()).train_compiler_options)
+  compiled = jax.jit(jax.grad(loss)).lower(params, tokens, tokens).compile(
+      compiler_options=options or None)
   return compiled.memory_analysis().temp_size_in_bytes
 
 
@@ -87,3 +96,29 @@ def test_full_remat_in_a_layer_scan_plans_less_memory():
   none = _compiled_grad_temp_bytes("none", 3, True)
   full = _compiled_grad_temp_bytes("full", 3, True)
   assert full < 0.6 * none, (full, none)
+
+
+# What each policy keeps for the backward pass (TransformerConfig's docstring), from
+# most to least: none (everything) > dots (every matmul output, attention logits
+# included) > minimal (weight matmul outputs only) > full (each layer's inputs).
+DOCUMENTED_ORDER = ("none", "dots", "minimal", "full")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scan_layers", [False, True], ids=["unscanned", "scanned"])
+def test_every_remat_policy_plans_less_memory_than_none(scan_layers):
+  planned = {p: _compiled_grad_temp_bytes(p, 3, scan_layers) for p in DOCUMENTED_ORDER}
+  for policy in DOCUMENTED_ORDER[1:]:
+    assert planned[policy] < 0.9 * planned["none"], planned
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scan_layers", [
+    pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=(
+        "unscanned, XLA:CPU's scheduler orders the recomputation of an unrolled stack "
+        "badly: dots 38.0 MB < full 44.2 < minimal 45.0 (none 63.8)"))),
+    True], ids=["unscanned", "scanned"])
+def test_remat_policies_plan_memory_in_the_documented_order(scan_layers):
+  planned = [_compiled_grad_temp_bytes(p, 3, scan_layers) for p in DOCUMENTED_ORDER]
+  assert planned == sorted(planned, reverse=True) and len(set(planned)) == 4, dict(
+      zip(DOCUMENTED_ORDER, planned))

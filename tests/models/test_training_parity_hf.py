@@ -12,16 +12,20 @@ configured identically on both sides:
   the same sum, since the Adam step does not read the weights).
 * Adafactor: `transformers.optimization.Adafactor` with a fixed rate
   (`relative_step=False, warmup_init=False`), `scale_parameter=True`, no first moment,
-  no weight decay, clip threshold 1, decay exponent 0.8; crosstask's logical-axis
-  Adafactor (`runtime/adafactor.py`, as the Trainer runs it) with the same rate,
-  `decay_rate=0.8`, `clipping_threshold=1.0`, `multiply_by_parameter_scale=True`, no
-  momentum or decay, and `min_dim_size_to_factor=1`, because HF factors every tensor of
-  two or more dims. Both add eps=1e-30 to the squared gradient and floor the parameter
-  scale at 1e-3. HF factors its [out, in] matrices; crosstask factors its 3-D attention
-  kernels by logical axes over `embed` and the joined `heads` x `kv`, the same split.
-  T5X's rules leave the relative-position table unfactored where HF factors it, so the
-  test makes its buckets rows. For a 2-D tensor the factored estimate row x col / mean
-  is the same whichever dim is called the row, so transposed layouts need nothing.
+  no weight decay, clip threshold 1, decay exponent 0.8. On crosstask's side exactly
+  the Trainer's default optimizer (`optimizers.create_optimizer()`: the logical-axis
+  `adafactor.adafactor` of `runtime/adafactor.py` with every default: decay_rate 0.8,
+  clipping 1.0, parameter scale, no momentum or weight decay, eps 1e-30, scale floor
+  1e-3), except the three settings in `HF_OVERRIDES`, which are not the defaults:
+  a fixed rate instead of the rsqrt-decay schedule; `min_dim_size_to_factor=1`
+  instead of 128, because HF factors every tensor of two or more dims; and the
+  relative-position table factored with its buckets as rows, where T5X's rules
+  (the default) leave it unfactored and HF factors it. HF factors its [out, in]
+  matrices; crosstask factors its 3-D attention kernels by logical axes over `embed`
+  and the joined `heads` x `kv`, the same split. For a 2-D tensor the factored
+  estimate row x col / mean is the same whichever dim is called the row, so
+  transposed layouts need nothing. `test_adafactor_is_the_trainers_default_but_for_
+  the_named_overrides` keeps this paragraph true.
 
 Losses: crosstask with z_loss=0 and `loss_normalizing_factor=NUM_REAL_TARGET_TOKENS`
 (the mean over non-pad targets, HF's CrossEntropyLoss with ignore_index=-100).
@@ -39,6 +43,8 @@ sqrt(v) ~ 1e-8, which these gradients never reach. The small model takes a lower
 AdamW rate: at 1e-3 its loss oscillates and the two runs drift apart chaotically
 (5e-3 by step 45), as two runs of one framework with reordered sums would.
 """
+
+import inspect
 
 import flax.linen as nn
 import jax
@@ -101,16 +107,17 @@ def _batches(seed: int = 0) -> list[dict[str, np.ndarray]]:
   return out
 
 
+# The Trainer's default Adafactor differs from HF's in these settings only (the rate
+# is a third: fixed here, the rsqrt-decay schedule by default). T5X's rules leave the
+# relative-position table [heads, buckets] unfactored; HF factors every matrix, so
+# here its buckets are rows.
+HF_OVERRIDES = dict(min_dim_size_to_factor=1,
+                    factor_rules={**adafactor.FACTOR_RULES, "relpos_buckets": adafactor.ROW})
+
+
 def _crosstask_adafactor(lr: float, param_axes) -> optax.GradientTransformation:
-  # The Trainer factors each parameter by its logical axes: attention kernels over
-  # `embed` and the joined `heads` x `kv`, as HF's [out, in] matrices are. T5X leaves
-  # the relative-position table [heads, buckets] unfactored; HF factors every matrix,
-  # so here its buckets are rows.
-  rules = {**adafactor.FACTOR_RULES, "relpos_buckets": adafactor.ROW}
-  return adafactor.adafactor(
-      learning_rate=lr, decay_rate=0.8, clipping_threshold=1.0,
-      multiply_by_parameter_scale=True, min_dim_size_to_factor=1, momentum=None,
-      weight_decay_rate=None, factor_rules=rules, param_axes=param_axes)
+  """What `optimizers.create_optimizer()` builds, with a fixed rate and HF_OVERRIDES."""
+  return optimizers.adafactor(learning_rate=lr, param_axes=param_axes, **HF_OVERRIDES)
 
 
 def _hf_adafactor(params, lr: float) -> torch.optim.Optimizer:
@@ -188,6 +195,22 @@ def one_torch_thread():
   torch.set_num_threads(1)
   yield
   torch.set_num_threads(threads)
+
+
+def test_adafactor_is_the_trainers_default_but_for_the_named_overrides():
+  """The parity run's Adafactor is the Trainer's default optimizer with HF_OVERRIDES and
+  a fixed rate, nothing else: its defaults are the HF-equal settings the docstring lists."""
+  defaults = inspect.signature(optimizers.create_optimizer).parameters
+  assert defaults["optimizer_fn"].default is optimizers.adafactor
+  assert defaults["grad_clip_norm"].default is None and defaults["accumulate_steps"].default == 1
+  own = {k: p.default for k, p in inspect.signature(adafactor.adafactor).parameters.items()
+         if k != "learning_rate"}
+  hf_equal = dict(decay_rate=0.8, decay_offset=0, clipping_threshold=1.0,
+                  multiply_by_parameter_scale=True, momentum=None, weight_decay_rate=None,
+                  eps=1e-30, eps_scale=1e-3, factored=True)
+  assert {k: v for k, v in own.items() if k not in HF_OVERRIDES} == hf_equal
+  assert own["min_dim_size_to_factor"] == 128 and own["factor_rules"] is adafactor.FACTOR_RULES
+  assert adafactor.FACTOR_RULES["relpos_buckets"] == adafactor.NONE
 
 
 @pytest.mark.slow  # Trains in torch and JAX; test_models_parity keeps HF parity in the fast set.

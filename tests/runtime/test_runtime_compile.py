@@ -98,6 +98,71 @@ def test_cli_json_last_line_reports_a_fitting_chip():
   assert 'fits' in '\n'.join(lines[:-1])  # the human-readable table came first
 
 
+def _cli_json(argv) -> dict:
+  """`python -m crosstask.compile ... --json` as its CLI runs: the last line's report."""
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    code = compile_cli.main(argv + ['--json'])
+  assert code == 0, out.getvalue()[-2000:]
+  return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def _per_chip_param_bytes_under_fsdp(bindings, chips: int) -> tuple[int, int]:
+  """(bytes per chip, number of parameters) from the parameter shapes alone: the fsdp
+  layout splits every parameter's 'embed' dimension over all chips and keeps the rest
+  (the relative-position table) whole."""
+  from crosstask.models.network import Transformer  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import model_gin  # pylint: disable=g-import-not-at-top
+  cfg = model_gin.config_from_gin(TINY, bindings)
+  tokens = jax.ShapeDtypeStruct((1, 8), np.int32)
+  boxed = jax.eval_shape(lambda e, d: Transformer(cfg).init(jax.random.key(0), e, d),
+                         tokens, tokens)['params']
+  leaves = jax.tree.leaves(boxed, is_leaf=lambda x: hasattr(x, 'names'))
+  total = 0
+  for leaf in leaves:
+    nbytes = math.prod(leaf.value.shape) * np.dtype(leaf.value.dtype).itemsize
+    total += nbytes // chips if 'embed' in leaf.names else nbytes
+  return total, len(leaves)
+
+
+HEADLINE = SMALL_BATCH + ['config.TransformerConfig.scan_layers=True']
+
+
+@pytest.mark.slow
+def test_headline_tpu_step_as_the_cli_builds_it_compiles_for_v5e_2x2():
+  """Flash attention inside the layer scan, full remat, in the Trainer, under fsdp's batch
+  axes: the configuration behind scale.json, resolved by the TPU profile from 'auto'."""
+  report = _cli_json(['--gin_file=' + TINY, '--topology=v5e:2x2', '--layout=fsdp']
+                     + ['--gin.' + b for b in HEADLINE])
+  assert (report['chips'], report['layout'], report['step']) == (4, 'fsdp', 'train')
+  assert report['model_options'] == {'attention': 'flash', 'remat_policy': 'full',
+                                     'scan_layers': True}
+  params, num_params = _per_chip_param_bytes_under_fsdp(HEADLINE, 4)
+  assert report['params_gib'] * aot.GIB == params
+  # Adafactor's second moments: tiny's 64-wide 'embed' is under min_dim_size_to_factor
+  # (128), so each parameter keeps one unfactored statistic of its own shape, split
+  # like it, and the factored rows/columns are scalar placeholders (at most three
+  # 4-byte scalars a parameter, with the step count).
+  opt = report['opt_state_gib'] * aot.GIB
+  assert params <= opt <= params + 4 * (3 * num_params + 1)
+  assert report['fits'] and report['hbm_gib'] == 16
+  assert report['argument_gib'] * aot.GIB >= params + opt
+  assert report['flops_per_chip'] > 0 and report['collective_bytes'] > 0  # fsdp gathers
+
+
+def test_local_topology_compiles_for_this_machines_devices():
+  """--topology=local: this machine's devices (8 virtual CPUs here) and its profile."""
+  report = _cli_json(['--gin_file=' + TINY, '--topology=local']
+                     + ['--gin.' + b for b in SMALL_BATCH])
+  assert report['chips'] == len(jax.devices()) == 8
+  assert report['topology'].startswith(f'local ({len(jax.devices())} x ')
+  # The CPU profile resolves 'auto' (the TPU profile would give flash and full remat).
+  assert (report['model_options']['attention'], report['model_options']['remat_policy']) == (
+      'xla', 'none')
+  assert report['roofline_step_s'] is None  # no chip figures for local devices
+  assert report['argument_gib'] > 0 and report['flops_per_chip'] > 0
+
+
 def _cli_error(argv, capsys) -> str:
   assert compile_cli.main(argv) == 2
   return capsys.readouterr().err

@@ -1,5 +1,5 @@
-"""The platform profile's train-step options reach XLA: the same step, and a wrong
-option named by its gin binding."""
+"""The platform profile's train-step options reach XLA: the same step with fewer bytes of
+temporaries planned, and a wrong option named by its gin binding."""
 
 import jax
 import numpy as np
@@ -44,7 +44,10 @@ def test_the_cpu_profile_trains_like_xlas_defaults_and_plans_no_more_memory():
   batch = _batch(plain)
   temps = [t.compile_train_step(state, batch, jax.random.key(0))
            .memory_analysis().temp_size_in_bytes for t in (plain, profiled)]
-  assert temps[1] <= temps[0]
+  # What the option is for, visible in the compiled program: the memory-optimized
+  # scheduler orders the same step for fewer bytes of temporaries than XLA's default
+  # (422824 -> 421800 on the tiny step); an option XLA stopped reading leaves them equal.
+  assert temps[1] < temps[0]
 
 
 def test_unknown_compiler_option_names_the_binding():

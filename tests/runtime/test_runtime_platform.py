@@ -13,6 +13,7 @@ import types
 import flax.linen as nn
 import gin
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -241,6 +242,26 @@ def test_decoding_with_the_cpu_profile_or_xlas_defaults_gives_the_same_outputs(p
   tokens = np.asarray(predict(params, batch, num_decodes=num_decodes))
   assert [t for _, t in sorted(a)] == tokens.tolist()
   assert (tokens > 1).sum() > 8 * 4  # real decodes, not EOS at once
+
+
+def _decoding_loop_hlo(runner, params) -> str:
+  """The optimized HLO of the decoding loop as `runner` compiles it (its own jit and options)."""
+  batch = {k: jnp.asarray(v) for k, v in _batch().items()}
+  encoded = jax.eval_shape(runner._encode, params, batch)
+  return runner._decode.lower(params, batch, *encoded).compile().as_text()
+
+
+def test_the_cpu_decoding_option_keeps_xlas_tree_reduction_rewrite_out_of_the_loop(params):
+  """What the option is for, seen in the program: without it XLA:CPU splits the loop's
+  reductions into reduce-window + reduce (the tree rewrite); with it they stay whole.
+  A renamed pass would leave the option silently inert and this test failing."""
+  cpu = _runner(_model(), params, platform.PROFILES["cpu"], devices=jax.devices()[:1])
+  xla = _runner(_model(), params, platform.profile("cpu", decode_compiler_options={}),
+                devices=jax.devices()[:1])
+  with_option, without = _decoding_loop_hlo(cpu, params), _decoding_loop_hlo(xla, params)
+  assert "reduce-window(" in without
+  assert "reduce-window(" not in with_option
+  assert " reduce(" in with_option  # the reductions are still there, unsplit
 
 
 def test_a_wrong_decoding_option_names_the_binding(params):

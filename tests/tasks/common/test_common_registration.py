@@ -169,6 +169,40 @@ def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
     data.check_run_vocabulary(_model(sp, 2432), run("runtime_copy", "runtime_helpers"))
 
 
+# What upstream T5X does with MIXTURE_OR_TASK_MODULE (t5x.utils.import_module): gin is
+# parsed and finalized first, then the module is imported and gin's registry must not grow.
+T5X_IMPORT_UNDER_LOCKED_GIN = """
+import importlib
+import gin
+import gin.config
+import seqio
+gin.finalize()
+assert gin.config_is_locked()
+assert not [m for m in sys.modules if m.startswith('crosstask')]
+from crosstask.tasks import BENCHMARKS
+for name in [f'crosstask.tasks.{b}' for b in BENCHMARKS] + ['crosstask.tasks.all']:
+  before = {k for k, _ in gin.config._REGISTRY.items()}
+  module = importlib.import_module(name)
+  added = {k for k, _ in gin.config._REGISTRY.items()} - before
+  assert not added, f'{name} registered gin configurables {sorted(added)}'
+  missing = [t for t in getattr(module, 'TASKS', ()) if t not in seqio.TaskRegistry.names()]
+  assert not missing, f'{name} did not register {missing[:3]}'
+  print(name, len(getattr(module, 'TASKS', ())))
+"""
+
+
+@pytest.mark.slow
+def test_upstream_t5x_imports_every_task_module_after_locking_gin():
+  """The README's upstream-T5X recipe: a fresh process, gin locked before any crosstask import."""
+  res = _python(T5X_IMPORT_UNDER_LOCKED_GIN)
+  assert res.returncode == 0, res.stderr[-3000:]
+  import crosstask.tasks  # pylint: disable=g-import-not-at-top
+  counts = dict(line.split() for line in res.stdout.strip().splitlines())
+  assert list(counts) == [f"crosstask.tasks.{b}" for b in crosstask.tasks.BENCHMARKS] + [
+      "crosstask.tasks.all"]
+  assert all(int(n) > 0 for name, n in counts.items() if name != "crosstask.tasks.all"), counts
+
+
 @pytest.mark.slow
 def test_every_benchmark_imports_under_a_locked_gin_config():
   """Task modules register no gin configurables, so a finalized config needs no unlocking."""

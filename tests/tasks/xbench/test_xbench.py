@@ -7,6 +7,7 @@ import subprocess
 import sys
 import unicodedata
 
+import numpy as np
 import pytest
 import seqio
 
@@ -177,9 +178,27 @@ def _run(cmd):
   return res
 
 
+def _saved_params(step_dir) -> dict[str, np.ndarray]:
+  """A checkpoint's parameters by path, read with the shapes the checkpoint records."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import checkpoints  # pylint: disable=g-import-not-at-top
+  meta = ocp.StandardCheckpointer().metadata(checkpoints.resolve_state_dir(str(step_dir)))
+  meta = getattr(getattr(meta, "item_metadata", meta), "tree", meta)
+  here = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+  abstract = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=here),
+                          meta["params"])
+  flat, _ = jax.tree_util.tree_flatten_with_path(checkpoints.load_params(str(step_dir), abstract))
+  return {jax.tree_util.keystr(k): np.asarray(v) for k, v in flat}
+
+
 @pytest.mark.slow
 def test_meta_train_then_k_shot_end_to_end(tmp_path):
-  """Stage 1 on the meta mixture, stage 2 (2-shot) from its checkpoint, scored on s0_test."""
+  """Stage 1 on the meta mixture, stage 2 (2-shot) from its checkpoint, scored on s0_test.
+
+  Stage 2 runs at learning rate 0 (AdamW's decay is scaled by the rate too), so its
+  saved parameters are the ones it started from: they must equal stage 1's final ones.
+  """
   common = [sys.executable, "-m", "crosstask.train", f"--gin_file={rs.TINY}",
             "--gin.SCENARIO='csl_citesum_to_fewclue'",
             "--gin.TASK_FEATURE_LENGTHS={'inputs': 64, 'targets': 16}", "--gin.LOG_EVERY=1"]
@@ -192,7 +211,12 @@ def test_meta_train_then_k_shot_end_to_end(tmp_path):
                  "--gin.SHOTS=2", "--gin.TRAIN_STEPS=2", "--gin.BATCH_SIZE=8",
                  "--gin.EVAL_PERIOD=2", "--gin.EVAL_STEPS=1", "--gin.CHECKPOINT_PERIOD=2",
                  "--gin.WARMUP_STEPS=1", "--gin.EVAL_SPLIT='s0_test'",
+                 "--gin.LEARNING_RATE=0.0",
                  f"--gin.INITIAL_CHECKPOINT_PATH='{meta_dir}/checkpoint_3'"])
+  stage_1, stage_2 = _saved_params(meta_dir / "checkpoint_3"), _saved_params(few_dir / "checkpoint_2")
+  assert stage_1.keys() == stage_2.keys() and len(stage_1) > 10
+  for name, value in stage_1.items():
+    np.testing.assert_array_equal(stage_2[name], value, err_msg=name)
   lines = [json.loads(l) for l in (few_dir / "inference_eval" / "metrics.jsonl").open()]
   scored = {l["task"]: l for l in lines}
   want = {FEWCLUE.task_name("few", m.task) for m in FEWCLUE.few}
