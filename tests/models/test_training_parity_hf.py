@@ -204,7 +204,7 @@ def test_adafactor_is_the_trainers_default_but_for_the_named_overrides():
   assert defaults["optimizer_fn"].default is optimizers.adafactor
   assert defaults["grad_clip_norm"].default is None and defaults["accumulate_steps"].default == 1
   own = {k: p.default for k, p in inspect.signature(adafactor.adafactor).parameters.items()
-         if k != "learning_rate"}
+         if k not in ("learning_rate", "param_axes")}
   hf_equal = dict(decay_rate=0.8, decay_offset=0, clipping_threshold=1.0,
                   multiply_by_parameter_scale=True, momentum=None, weight_decay_rate=None,
                   eps=1e-30, eps_scale=1e-3, factored=True)
