@@ -50,7 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   # A compile for named TPU devices needs no accelerator: keep JAX on the CPU.
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')
-  from crosstask.runtime import aot, gin_utils, topology  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from crosstask.runtime import aot, compile_report, gin_utils, topology
   files, bindings, _, other = gin_utils.split_args(argv)
   topology_name = other.pop('topology', None)
   num_slices = other.pop('num_slices', None)
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           gin_utils.GinConfigError, ValueError) as e:
     print(f'ERROR: {e}', file=sys.stderr)
     return 2
-  print(aot.format_report(result, where.chip), flush=True)
+  print(compile_report.format_report(result, where.chip), flush=True)
   if as_json:
     print(json.dumps(result.as_dict()), flush=True)
   return 0
