@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from crosstask.runtime import compile_report
+from crosstask.runtime import compile_report, model_flops
 from crosstask.runtime import gin_utils, optimizers, partitioning, platform
 from crosstask.runtime import topology as topology_lib
 from crosstask.runtime import trainer as trainer_lib
@@ -239,9 +239,22 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: Job, *,
       programs, chip=chip, devices=devices, topology=topology, step=step,
       layout=layout_name, batch_size=job.batch_size, lengths=job.lengths,
       params_bytes=params_bytes, opt_state_bytes=opt_bytes if step == 'train' else 0,
-      compile_s=compile_s)
+      compile_s=compile_s, **_step_flops(job, step))
   result.model_options = model_options(job)
   return result
+
+
+def _step_flops(job: Job, step: str) -> dict[str, float]:
+  """The train step's model FLOPs, without and with remat's recompute, for the prediction.
+
+  Counted from the config (every layer) because XLA's cost model counts a scanned
+  stack's body once; none for decoding, whose length the compile does not fix.
+  """
+  if step != 'train' or job.config is None:
+    return {}
+  shape = (job.config, job.batch_size, job.lengths['inputs'], job.lengths['targets'])
+  return {'model_flops': model_flops.train_step(*shape),
+          'executed_flops': model_flops.executed_train_step(*shape)}
 
 
 MODEL_OPTIONS = ('remat_policy', 'attention', 'scan_layers')
