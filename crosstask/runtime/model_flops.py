@@ -74,6 +74,18 @@ def train_step(cfg: Any, batch: int, s: int, t: int) -> float:
   return 3.0 * forward(cfg, batch, s, t)
 
 
+def of_input_shapes(model: Any, input_shapes: Any) -> float | None:
+  """`train_step` of a model wrapper (`model.module.config`) at its input shapes
+  {'encoder_input_tokens': (B, S), 'decoder_input_tokens': (B, T)}; None for a
+  network without a TransformerConfig."""
+  cfg = getattr(getattr(model, 'module', None), 'config', None)
+  if cfg is None or not hasattr(cfg, 'num_encoder_layers'):
+    return None
+  (batch, s), (_, t) = (input_shapes['encoder_input_tokens'],
+                        input_shapes['decoder_input_tokens'])
+  return train_step(cfg, batch, s, t)
+
+
 def attention_products(cfg: Any, batch: int, s: int, t: int) -> float:
   """The forward pass's query-key and probability-value products: 4 L^2 h k a stack."""
   hk = cfg.num_heads * cfg.d_kv

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from crosstask.runtime import batching, checkpoints, data, faults, gin_utils, inference
-from crosstask.runtime import input_state
+from crosstask.runtime import input_state, model_flops
 from crosstask.runtime import optimizers, partitioning, platform, progress
 from crosstask.runtime import trainer as trainer_lib
 
@@ -97,8 +97,8 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   tx, schedule = optimizer_fn()
   # The model's 'auto' attention and remat become the platform's choices.
   model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                data.model_input_shapes(train_dataset_cfg),
+  input_shapes = data.model_input_shapes(train_dataset_cfg)
+  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule, input_shapes,
                                 num_microbatches=num_microbatches)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
@@ -143,7 +143,10 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   with partitioner.context():
     rng = jax.jit(lambda: jax.random.key(random_seed + 1),
                   out_shardings=partitioner.replicated)()
-  report = progress.Progress(total_steps, start, writer, every=log_every)
+  report = progress.Progress(
+      total_steps, start, writer, every=log_every,
+      hw=progress.hardware(list(partitioner.mesh.devices.flat),
+                           model_flops.of_input_shapes(model, input_shapes)))
   step = saved_step = start
   pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).
 

@@ -20,18 +20,17 @@ from crosstask.runtime import model_flops
 B, S, T = 2, 11, 5
 
 
+def _dot_general_flops(eqn) -> int:
+  (contracting, _), _ = eqn.params['dimension_numbers']
+  depth = math.prod(eqn.invars[0].aval.shape[i] for i in contracting)
+  return 2 * depth * math.prod(eqn.outvars[0].aval.shape)
+
+
 def _matmul_flops(jaxpr) -> int:
   """2 x multiply-adds of the jaxpr's dot products; a scan's body times its length."""
-  total = 0
-  for eqn in jaxpr.eqns:
-    if eqn.primitive.name == 'dot_general':
-      (contracting, _), _ = eqn.params['dimension_numbers']
-      lhs_shape = eqn.invars[0].aval.shape
-      total += (2 * math.prod(eqn.outvars[0].aval.shape)
-                * math.prod(lhs_shape[i] for i in contracting))
-    repeats = eqn.params.get('length', 1) if eqn.primitive.name == 'scan' else 1
-    total += repeats * sum(_matmul_flops(sub) for sub in jex.core.jaxprs_in_params(eqn.params))
-  return total
+  own = sum(_dot_general_flops(e) for e in jaxpr.eqns if e.primitive.name == 'dot_general')
+  return own + sum((e.params['length'] if e.primitive.name == 'scan' else 1) * _matmul_flops(sub)
+                   for e in jaxpr.eqns for sub in jex.core.jaxprs_in_params(e.params))
 
 
 def _config(remat: str, scan: bool) -> TransformerConfig:
@@ -71,6 +70,11 @@ def test_model_flops_ignore_remat_and_recompute_only_where_the_policy_says():
   assert model == 3 * model_flops.forward(_config('none', False), B, S, T)
   assert counts['none'] == counts['dots'] == model
   assert model < counts['minimal'] < counts['full'] < 4 / 3 * model
+  # What the training console's MFU counts: the model wrapper at its input shapes.
+  shapes = {'encoder_input_tokens': (B, S), 'decoder_input_tokens': (B, T)}
+  wrapper = EncoderDecoderModel(Transformer(_config('full', True)), None, None)
+  assert model_flops.of_input_shapes(wrapper, shapes) == model
+  assert model_flops.of_input_shapes(object(), shapes) is None
   with pytest.raises(ValueError, match="remat_policy 'most'"):
     model_flops.remat_recompute(_ConfigWith('most'), B, S, T)
 
