@@ -73,6 +73,22 @@ def test_collectives_in_a_loop_count_once_per_iteration():
   assert stats == {'count': 6, 'bytes': 6 * 8 * 4 * 4}
 
 
+def test_a_loop_without_xlas_trip_count_runs_its_conditions_bound():
+  # XLA:TPU writes no known_trip_count: the condition's `i < 5` gives it.
+  tpu_style = LOOP_HLO.replace(', backend_config={"known_trip_count":{"n":"5"}}', '').replace(
+      'ROOT %go = pred[] constant(true)',
+      '%i.1 = s32[] get-tuple-element(%state.1), index=0\n  %five = s32[] constant(5)\n'
+      '  ROOT %go = pred[] compare(%i.1, %five), direction=LT')
+  assert 'known_trip_count' not in tpu_style
+  assert hlo.collective_stats(tpu_style)['all-reduce']['count'] == 6
+
+
+def test_hours_use_the_run_files_train_steps():
+  assert compile_cli._train_steps([TINY, 'csl/demo_tiny.gin'], []) == 300  # pylint: disable=protected-access
+  assert compile_cli._train_steps([TINY, 'csl/demo_tiny.gin'], ['TRAIN_STEPS=7']) == 7  # pylint: disable=protected-access
+  assert compile_cli._train_steps([TINY], []) is None  # pylint: disable=protected-access
+
+
 def test_traffic_of_a_scanned_loop_matches_the_unrolled_program():
   def scanned(x, weights):
     return jax.lax.scan(lambda h, w: (jnp.tanh(h @ w), None), x, weights)[0]
