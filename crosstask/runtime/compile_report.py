@@ -17,6 +17,8 @@ from crosstask.runtime import hlo
 from crosstask.runtime import topology as topology_lib
 
 GIB = topology_lib.GIB
+
+
 @dataclasses.dataclass
 class Report:
   """One compiled program's per-chip plan and cost; `as_dict` is the --json line."""
