@@ -9,10 +9,10 @@ Method. Every figure comes from compiling the real train step (the runtime's
 Trainer and Partitioner, the model's gin file, T5X's Adafactor as
 `runs/pretrain.gin` configures it) for the slice with `python -m crosstask.compile`,
 on a machine without a TPU (libtpu's compile-only devices). Nothing is run, so
-nothing here is a measured speed: FLOPs and HBM bytes are XLA's cost model, the
-step time a roofline (FLOPs at bf16 peak vs HBM traffic at full bandwidth, whichever
-is longer) and the collective bytes the operands of the collectives in the optimized
-program (one loop iteration counted once).
+nothing here is a measured speed: the step time is `crosstask.compile`'s prediction
+(`compile_report.predict`: the model's FLOPs at bf16 peak, the program's HBM bytes at
+full bandwidth, its collective bytes over the interconnect, whichever is longest;
+every iteration of a scanned layer loop counted).
 
 For each (model, slice, layout, lengths) the search looks for the largest global batch
 on a grid of whole rows per batch shard with at most 3 significant binary digits
@@ -307,8 +307,9 @@ def row(model: str, topology: str, lengths_name: str, opts: Options,
         result: dict[str, Any]) -> dict[str, Any]:
   lengths = LENGTHS[lengths_name]
   keep = ('chips', 'per_chip_gib', 'hbm_gib', 'fits', 'flops_per_chip', 'collective_bytes',
-          'compile_s', 'params_gib', 'opt_state_gib', 'temp_gib', 'roofline_step_s',
-          'mfu_bound', 'error', 'miss_batch', 'compiles')
+          'compile_s', 'params_gib', 'opt_state_gib', 'temp_gib', 'model_flops_per_chip',
+          'predicted_flops_per_chip', 'predicted_terms_s', 'predicted_bound',
+          'predicted_step_s', 'predicted_mfu', 'error', 'miss_batch', 'compiles')
   compiled = result.get('model_options') or {}  # what the config held, where it has it
   return {'model': model, 'topology': topology, 'layout': opts.layout,
           'remat': compiled.get('remat_policy', opts.remat or 'default'),
@@ -347,7 +348,7 @@ MODELS_ORDER = {m: i for i, m in enumerate(MODELS)}
 def table(rows: list[dict[str, Any]]) -> str:
   head = ('| model | slice | layout | remat | attention | scan | lengths | global batch | '
           'next on the grid | GiB / chip (HBM) | TFLOP / chip / step | collective GiB | '
-          'roofline ms | compile s |')
+          'predicted ms | compile s |')
   lines = [head, '|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|']
   for r in rows:
     searched = r.get('searched', True)
@@ -358,16 +359,23 @@ def table(rows: list[dict[str, Any]]) -> str:
       following = f"{r['miss_batch']}: no fit"
     else:
       following = 'not tried (--max_batch)'
-    roof = r.get('roofline_step_s')
+    roof = r.get('predicted_step_s')
+    if roof is not None:
+      roof_text = f'{roof * 1e3:.0f}'
+    elif (r.get('predicted_terms_s') or {}).get('flops'):  # a row compiled before the
+      roof_text = f">= {r['predicted_terms_s']['flops'] * 1e3:.0f}"  # prediction: FLOPs only
+    else:
+      roof_text = ''
+    flops = r.get('predicted_flops_per_chip') or r.get('flops_per_chip') or 0
     lines.append(
         f"| {r['model']} | {r['topology']} | {r['layout']} | {r['remat']} | "
         f"{r['attention']} | {'yes' if r.get('scan') else 'no'} | "
         f"{r['lengths']['inputs']}/{r['lengths']['targets']} | {r['global_batch']}{fits} | "
         f"{following} | "
         f"{(r.get('per_chip_gib') or 0):.1f} ({r.get('hbm_gib') or '?'}) | "
-        f"{(r.get('flops_per_chip') or 0) / 1e12:.1f} | "
+        f"{flops / 1e12:.1f} | "
         f"{(r.get('collective_bytes') or 0) / 2 ** 30:.2f} | "
-        f"{'' if roof is None else f'{roof * 1e3:.0f}'} | {(r.get('compile_s') or 0):.0f} |")
+        f"{roof_text} | {(r.get('compile_s') or 0):.0f} |")
   return '\n'.join(lines)
 
 

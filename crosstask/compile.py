@@ -8,8 +8,12 @@
 Compiles the train step (`--step=infer`: the decoding programs) of the run the gin
 files describe for a named TPU slice, on a machine without one (the libtpu wheel:
 `pip install 'crosstask[tpu]'`), or for this machine's devices (`--topology=local`),
-and prints per chip: memory planned against the chip's HBM, FLOPs, collectives, a
-roofline step time and the compile time. With --json the last line is one JSON object.
+and prints per chip: memory planned against the chip's HBM, FLOPs, collectives, the
+compile time, and a prediction of the step before paying for the slice: its roofline
+time (FLOPs at peak, HBM bytes at full bandwidth, collective bytes over the
+interconnect: the longest), the MFU it allows and the hours for TRAIN_STEPS. With
+--json the last line is one JSON object (`predicted_step_s`, `predicted_mfu`,
+`predicted_hours`, ...).
 """
 
 import json
@@ -29,11 +33,40 @@ USAGE = """Compiles a run's train step (or decoding) for a TPU slice without the
   --num_partitions=N     the size of the 'model' (tensor-parallel) axis; default:
                          the gin binding, else 1
   --step=train|infer     the train step (default) or the decoding programs
-  --json                 end with one JSON line (fits, per_chip_gib, hbm_gib, ...)"""
+  --json                 end with one JSON line (fits, per_chip_gib, hbm_gib,
+                         predicted_step_s, predicted_mfu, predicted_hours, ...)
+  The predicted hours are for TRAIN_STEPS (a run file's, or --gin.TRAIN_STEPS=N)."""
 
 
 def _flag_bool(value: str) -> bool:
   return value.lower() not in ('0', 'false', 'no')
+
+
+def _train_steps(files: Sequence[str], bindings: Sequence[str]) -> int | None:
+  """TRAIN_STEPS as the gin files and bindings set it, for the predicted hours.
+
+  The compile binds a placeholder over it (it runs no steps), so the files are read
+  here on their own, unfinalised: a run file's required macros may stay unset. None
+  when nothing sets it to a number (an epoch count computed from data, say).
+  """
+  import gin  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import gin_utils  # pylint: disable=g-import-not-at-top
+  gin.clear_config()
+  gin_utils.import_configurables()
+  paths = [str(gin_utils.PACKAGE_DIR.parent), *gin_utils.DEFAULT_SEARCH_PATHS]
+  for path in paths:
+    gin.add_config_file_search_path(path)
+  try:
+    for name in files:
+      gin.parse_config_file(gin_utils.resolve(name, paths))
+    for binding in bindings:
+      gin.parse_config(binding)
+    steps = gin.query_parameter('%TRAIN_STEPS')
+  except Exception:  # pylint: disable=broad-except  # load_job reports a bad config.
+    return None
+  finally:
+    gin.clear_config()
+  return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   # A compile for named TPU devices needs no accelerator: keep JAX on the CPU.
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')
-  from crosstask.runtime import aot, gin_utils, topology  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from crosstask.runtime import aot, compile_report, gin_utils, topology
   files, bindings, _, other = gin_utils.split_args(argv)
   topology_name = other.pop('topology', None)
   num_slices = other.pop('num_slices', None)
@@ -68,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
   try:
     where = aot.target(topology_name, int(num_slices) if num_slices else None)
+    train_steps = _train_steps(files, bindings)
     job = aot.load_job(files, bindings)
     result = aot.compile_step(job, where.devices, chip=where.chip, topology=where.name,
                               layout=layout, step=step,
@@ -77,7 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
           gin_utils.GinConfigError, ValueError) as e:
     print(f'ERROR: {e}', file=sys.stderr)
     return 2
-  print(aot.format_report(result, where.chip), flush=True)
+  # A local GPU or TPU has its figures in the chip table too (a CPU has none).
+  chip = where.chip or topology.chip_for_device_kind(where.devices[0].device_kind)
+  result = compile_report.predict(result, chip, train_steps)
+  print(compile_report.format_report(result, chip), flush=True)
   if as_json:
     print(json.dumps(result.as_dict()), flush=True)
   return 0

@@ -26,6 +26,10 @@
   best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
   topology      named TPU slices as compile-only devices; each chip's HBM, peak, bandwidth
   aot           ahead-of-time compiles of a run's step for a slice (`python -m crosstask.compile`)
+  compile_report  a compiled step's per-chip memory, cost, collectives, predicted step
+                time and MFU; its text and JSON
+  hlo           an optimized HLO module's loops (trip counts), collectives and HBM traffic
+  model_flops   the model's matmul FLOPs per train step: MFU's numerator, a planned step's
 
 It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODULE, and
 the benchmark-specific jobs (`crosstask/embed.py`, `crosstask/relevance.py`) are entry

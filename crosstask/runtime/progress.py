@@ -1,11 +1,83 @@
-"""What a researcher watches: console progress and TensorBoard scalars."""
+"""What a researcher watches: console progress and TensorBoard scalars.
 
+On a GPU or TPU the line and the scalars carry MFU (the model's FLOPs per step,
+`model_flops.train_step`, over the step time and the chips' bf16 peak from
+`topology`'s chip table) and the device memory in use; on a CPU, which has neither
+a peak in the table nor memory statistics, those fields are left out, not zero.
+"""
+
+import dataclasses
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from absl import logging
 import jax
 import numpy as np
+
+from crosstask.runtime import topology
+
+GIB = topology.GIB
+
+
+@dataclasses.dataclass(frozen=True)
+class Hardware:
+  """What MFU and memory are read against: a step's model FLOPs, the chip, its devices."""
+  flops_per_step: float | None  # model FLOPs of one train step (no remat recompute)
+  chip: topology.Chip | None  # None: a CPU, or a part the chip table does not list
+  num_chips: int  # all chips the step runs on
+  devices: Sequence[Any] = ()  # this process's devices, whose memory is read
+
+
+def hardware(devices: Sequence[Any], flops_per_step: float | None) -> Hardware:
+  """The Hardware of a step over `devices` (all processes'), its chip from the table."""
+  local = [d for d in devices if d.process_index == jax.process_index()]
+  return Hardware(flops_per_step, topology.chip_for_device_kind(devices[0].device_kind),
+                  len(devices), tuple(local))
+
+
+def mfu(hw: Hardware, steps_per_sec: float) -> float | None:
+  """Model FLOPs a second over the chips' bf16 peak; None without a chip or a count."""
+  if hw.chip is None or not hw.flops_per_step or steps_per_sec <= 0:
+    return None
+  return hw.flops_per_step * steps_per_sec / (hw.num_chips * hw.chip.peak_bf16_flops)
+
+
+def device_memory(devices: Sequence[Any]) -> dict[str, float]:
+  """GiB in use and at peak on the fullest local device; {} where devices keep no
+  statistics (a CPU's `memory_stats()` is None)."""
+  stats = []
+  for device in devices:
+    try:
+      stats.append(device.memory_stats() or {})
+    except Exception:  # pylint: disable=broad-except  # a backend without the API
+      stats.append({})
+  in_use = [s['bytes_in_use'] for s in stats if 'bytes_in_use' in s]
+  if not in_use:
+    return {}
+  peaks = [s.get('peak_bytes_in_use', s['bytes_in_use']) for s in stats if 'bytes_in_use' in s]
+  return {'memory_gib': max(in_use) / GIB, 'peak_memory_gib': max(peaks) / GIB}
+
+
+def accelerator_values(hw: Hardware | None, steps_per_sec: float) -> dict[str, float]:
+  """{'mfu', 'memory_gib', 'peak_memory_gib'}, each only where it is known."""
+  if hw is None:
+    return {}
+  values = {}
+  utilisation = mfu(hw, steps_per_sec)
+  if utilisation is not None:
+    values['mfu'] = utilisation
+  values.update(device_memory(hw.devices))
+  return values
+
+
+def describe_accelerator(values: Mapping[str, float]) -> str:
+  """'MFU 41.2%  mem 12.3 GiB (peak 14.0)' from `accelerator_values`; '' on a CPU."""
+  parts = []
+  if 'mfu' in values:
+    parts.append(f'MFU {values["mfu"]:.1%}')
+  if 'memory_gib' in values:
+    parts.append(f'mem {values["memory_gib"]:.1f} GiB (peak {values["peak_memory_gib"]:.1f})')
+  return '  '.join(parts)
 
 
 def writer(log_dir: str):
@@ -22,8 +94,9 @@ class Progress:
   """Averages step metrics between reports and derives steps/s, tokens/s and ETA."""
 
   def __init__(self, total_steps: int, start_step: int, writer, every: int = 10,
-               echo=print):
+               echo=print, hw: Hardware | None = None):
     self.total, self.every, self.writer, self.echo = total_steps, every, writer, echo
+    self.hw = hw
     self._t, self._step0, self._pending = time.time(), start_step, []
     self.last: dict[str, float] = {}
 
@@ -55,14 +128,18 @@ class Progress:
     eta = (self.total - step) / sps if sps > 0 else float('nan')
     if avg.get('nonpadding_tokens'):  # T5X sums the loss over tokens; show the mean too.
       avg['loss_per_token'] = avg.get('cross_ent_loss', avg.get('loss', 0.0)) / avg['nonpadding_tokens']
+    accelerator = accelerator_values(self.hw, sps)
     scalars = {f'train/{k}': v for k, v in avg.items()}
     scalars.update({'train/steps_per_sec': sps, 'train/tokens_per_sec': tokens})
+    scalars.update({f'train/{k}': v for k, v in accelerator.items()})
     self.writer.write_scalars(step, scalars)
     self.writer.flush()
     line = (f'step {step}/{self.total}  loss {avg.get("loss", float("nan")):.4f}  '
             f'({avg.get("loss_per_token", float("nan")):.3f}/token)  '
             f'lr {avg.get("learning_rate", float("nan")):.3g}  {sps:.2f} steps/s  '
             f'{tokens:.0f} tokens/s  ETA {eta:.0f}s')
+    if accelerator:
+      line += '  ' + describe_accelerator(accelerator)
     if jax.process_index() == 0:
       self.echo(line, flush=True)
     logging.info(line)

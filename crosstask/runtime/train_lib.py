@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from crosstask.runtime import batching, checkpoints, data, faults, gin_utils, inference
-from crosstask.runtime import input_state
+from crosstask.runtime import input_state, model_flops
 from crosstask.runtime import optimizers, partitioning, platform, progress, restoring
 from crosstask.runtime import trainer as trainer_lib
 
@@ -153,7 +153,10 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   with partitioner.context():
     rng = jax.jit(lambda: jax.random.key(random_seed + 1),
                   out_shardings=partitioner.replicated)()
-  report = progress.Progress(total_steps, start, writer, every=log_every)
+  report = progress.Progress(
+      total_steps, start, writer, every=log_every,
+      hw=progress.hardware(list(partitioner.mesh.devices.flat),
+                           model_flops.of_input_shapes(model, input_shapes)))
   step = saved_step = start
   pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).
 

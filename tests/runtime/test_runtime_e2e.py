@@ -18,6 +18,10 @@ def test_train_eval_infer(tmp_path):
   assert train.returncode == 0, train.stdout[-3000:] + train.stderr[-3000:]
   losses = [float(x) for x in re.findall(r'^step \d+/60  loss ([\d.]+)', train.stdout, re.M)]
   assert len(losses) == 6 and losses[-1] < losses[0] * 0.8, train.stdout
+  # A CPU has no peak in the chip table and no memory statistics: no MFU, no memory.
+  progress_lines = re.findall(r'^step \d+/60  loss .*$', train.stdout, re.M)
+  assert all(l.endswith('s') and 'tokens/s' in l and 'MFU' not in l and ' mem ' not in l
+             for l in progress_lines), progress_lines
   assert sorted(p.name for p in model_dir.glob('checkpoint_*')) == ['checkpoint_30',
                                                                     'checkpoint_60']
   assert 'train.total_steps = %TRAIN_STEPS' in (model_dir / 'operative_config.gin').read_text()

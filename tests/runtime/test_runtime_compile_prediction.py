@@ -1,0 +1,169 @@
+"""`crosstask.compile`'s roofline prediction counts every layer, scanned or not.
+
+XLA's cost model counts a while loop's body once; the prediction takes its FLOPs from
+the model count and scales the collectives and HBM bytes by each loop's trip count
+(`runtime.hlo`). The tiny model is compiled scanned and unrolled, on this machine's
+CPU and for a v5e 2x2 slice (libtpu's compile-only devices).
+"""
+
+import contextlib
+import dataclasses
+import io
+import json
+
+import gin
+import jax
+import jax.numpy as jnp
+import pytest
+
+from crosstask import compile as compile_cli
+from crosstask.runtime import aot, compile_report, hlo, model_flops, topology
+
+TINY = 't5_1_1/tiny.gin'
+BATCH = ['BATCH_SIZE=8', "TASK_FEATURE_LENGTHS={'inputs': 32, 'targets': 16}"]
+# Four layers a stack and a small vocabulary, so the layers hold most of the FLOPs.
+DEEP = BATCH + ['config.TransformerConfig.vocab_size=256',
+                'config.TransformerConfig.num_encoder_layers=4',
+                'config.TransformerConfig.num_decoder_layers=4']
+SCANNED = 'config.TransformerConfig.scan_layers=True'
+
+# An all-reduce inside a loop that XLA's analysis says runs 5 times, and one after it.
+LOOP_HLO = """HloModule loop, entry_computation_layout={(f32[8,4]{1,0})->f32[8,4]{1,0}}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%body (state: (s32[], f32[8,4])) -> (s32[], f32[8,4]) {
+  %state = (s32[], f32[8,4]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %x = f32[8,4]{1,0} get-tuple-element(%state), index=1
+  %reduced = f32[8,4]{1,0} all-reduce(%x), replica_groups={}, to_apply=%add
+  ROOT %next = (s32[], f32[8,4]{1,0}) tuple(%i, %reduced)
+}
+
+%cond (state.1: (s32[], f32[8,4])) -> pred[] {
+  %state.1 = (s32[], f32[8,4]{1,0}) parameter(0)
+  ROOT %go = pred[] constant(true)
+}
+
+ENTRY %main (x.1: f32[8,4]) -> f32[8,4] {
+  %x.1 = f32[8,4]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8,4]{1,0}) tuple(%zero, %x.1)
+  %loop = (s32[], f32[8,4]{1,0}) while(%init), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}
+  %out = f32[8,4]{1,0} get-tuple-element(%loop), index=1
+  ROOT %final = f32[8,4]{1,0} all-reduce(%out), replica_groups={}, to_apply=%add
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_gin():
+  yield
+  gin.clear_config()
+
+
+def test_collectives_in_a_loop_count_once_per_iteration():
+  module = hlo.HloModule.parse(LOOP_HLO)
+  assert module.runs['body'] == 5 and module.runs['cond'] == 6 and module.runs['main'] == 1
+  stats = hlo.collective_stats(LOOP_HLO)['all-reduce']
+  assert stats == {'count': 6, 'bytes': 6 * 8 * 4 * 4}
+
+
+def test_a_loop_without_xlas_trip_count_runs_its_conditions_bound():
+  # XLA:TPU writes no known_trip_count: the condition's `i < 5` gives it.
+  tpu_style = LOOP_HLO.replace(', backend_config={"known_trip_count":{"n":"5"}}', '').replace(
+      'ROOT %go = pred[] constant(true)',
+      '%i.1 = s32[] get-tuple-element(%state.1), index=0\n  %five = s32[] constant(5)\n'
+      '  ROOT %go = pred[] compare(%i.1, %five), direction=LT')
+  assert 'known_trip_count' not in tpu_style
+  assert hlo.collective_stats(tpu_style)['all-reduce']['count'] == 6
+
+
+def test_hours_use_the_run_files_train_steps():
+  assert compile_cli._train_steps([TINY, 'csl/demo_tiny.gin'], []) == 300  # pylint: disable=protected-access
+  assert compile_cli._train_steps([TINY, 'csl/demo_tiny.gin'], ['TRAIN_STEPS=7']) == 7  # pylint: disable=protected-access
+  assert compile_cli._train_steps([TINY], []) is None  # pylint: disable=protected-access
+
+
+def test_traffic_of_a_scanned_loop_matches_the_unrolled_program():
+  def scanned(x, weights):
+    return jax.lax.scan(lambda h, w: (jnp.tanh(h @ w), None), x, weights)[0]
+
+  def unrolled(x, weights):
+    for i in range(7):
+      x = jnp.tanh(x @ weights[i])
+    return x
+
+  args = (jnp.ones((32, 64), jnp.float32), jnp.ones((7, 64, 64), jnp.float32))
+  loop = jax.jit(scanned).lower(*args).compile()
+  flat = jax.jit(unrolled).lower(*args).compile()
+  module = hlo.HloModule.parse(loop.as_text())
+  assert sorted(set(module.runs.values())) == [1, 7, 8]  # entry; body; condition
+  flat_bytes = compile_report.cost(flat)['bytes']
+  assert compile_report.cost(loop)['bytes'] < flat_bytes / 2  # XLA's: the body once
+  assert module.traffic() == pytest.approx(flat_bytes, rel=0.25)
+
+
+def _compile(where: aot.Target, scan: bool) -> compile_report.Report:
+  job = aot.load_job([TINY], DEEP + ([SCANNED] if scan else []))
+  return aot.compile_step(job, where.devices, chip=where.chip, topology=where.name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('topology_name', ['local', 'v5e:2x2'])
+def test_scanned_and_unrolled_compiles_predict_the_same_step(topology_name):
+  if topology_name != 'local':
+    pytest.importorskip('libtpu', reason="libtpu is not installed (pip install 'crosstask[tpu]')")
+  where = aot.target(topology_name)
+  unrolled, scanned = _compile(where, False), _compile(where, True)
+  assert scanned.model_options['scan_layers'] and not unrolled.model_options['scan_layers']
+  # XLA's own count falls by about the layer count when the stacks are scanned.
+  assert scanned.flops_per_chip < 0.5 * unrolled.flops_per_chip
+  cfg = aot.load_job([TINY], DEEP).config
+  for r in (unrolled, scanned):
+    remat = dataclasses.replace(cfg, remat_policy=r.model_options['remat_policy'])
+    # The prediction's FLOPs are the model count (remat recompute on top).
+    assert r.predicted_flops_per_chip == model_flops.executed_train_step(
+        remat, 8, 32, 16) / r.chips
+    if where.chip is None:
+      # They are the unrolled program's matmuls; XLA:CPU's count adds elementwise
+      # work. (XLA:TPU's counts 2.6x the matmuls of this 64-wide model.)
+      assert 0.75 * unrolled.flops_per_chip < r.predicted_flops_per_chip <= (
+          unrolled.flops_per_chip)
+  assert scanned.collective_bytes == pytest.approx(unrolled.collective_bytes, rel=0.05)
+  if where.chip is None:
+    assert scanned.predicted_step_s is None  # a CPU has no peak in the chip table
+    return
+  # HBM bytes read from the program, each loop iteration (one layer's slice) counted,
+  # against XLA's count of the unrolled program (the CPU's threefry and copies differ).
+  for r in (unrolled, scanned):
+    assert r.predicted_hbm_bytes_per_chip == pytest.approx(unrolled.hbm_bytes_per_chip,
+                                                           rel=0.25)
+  assert scanned.predicted_step_s == pytest.approx(unrolled.predicted_step_s, rel=0.25)
+  assert 0 < scanned.predicted_mfu <= 1
+
+
+@pytest.mark.slow
+def test_cli_json_and_text_carry_the_prediction_and_hours():
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    code = compile_cli.main(['--gin_file=' + TINY, '--topology=v5e:2x2', '--json',
+                             '--gin.TRAIN_STEPS=3000'] + ['--gin.' + b for b in BATCH])
+  assert code == 0
+  lines = out.getvalue().strip().splitlines()
+  report = json.loads(lines[-1])
+  chip = topology.CHIPS['v5e']
+  step_s = max(report['predicted_flops_per_chip'] / chip.peak_bf16_flops,
+               report['predicted_hbm_bytes_per_chip'] / chip.hbm_bytes_per_s,
+               report['collective_bytes'] / chip.interconnect_bytes_per_s)
+  assert report['predicted_step_s'] == pytest.approx(step_s)
+  assert report['predicted_hours'] == pytest.approx(3000 * step_s / 3600)
+  assert report['predicted_mfu'] == pytest.approx(
+      report['model_flops_per_chip'] / chip.peak_bf16_flops / step_s)
+  text = '\n'.join(lines[:-1])
+  assert 'predicted step' in text and 'predicted MFU' in text
+  assert 'for TRAIN_STEPS=3000' in text
