@@ -13,7 +13,6 @@ the collectives in the optimized program, and a roofline step time.
 """
 
 import dataclasses
-import inspect
 import math
 import re
 import time
@@ -118,22 +117,13 @@ def target(topology: str, num_slices: int | None = None) -> Target:
 def make_partitioner(devices: Sequence[jax.Device], layout: str | None = None,
                      num_partitions: int | None = None, num_slices: int = 1
                      ) -> partitioning.Partitioner:
-  """The gin-configured Partitioner on `devices`, with what it supports of the rest.
-
-  `layout` and `num_slices` reach a Partitioner that has layout presets; without
-  them only the data-parallel layout (with NUM_PARTITIONS) exists.
-  """
-  supports = inspect.signature(partitioning.Partitioner.__init__).parameters
+  """The gin-configured Partitioner on `devices`; the flags given replace gin's values."""
   kwargs: dict[str, Any] = {'devices': list(devices)}
   if num_partitions is not None:
     kwargs['num_partitions'] = num_partitions
   if layout is not None:
-    if 'layout' in supports:
-      kwargs['layout'] = layout
-    elif layout != 'data':
-      raise ValueError(f'--layout={layout!r}: this Partitioner has no layout presets '
-                       "(only the data-parallel 'data' layout with NUM_PARTITIONS).")
-  if num_slices > 1 and 'num_slices' in supports:
+    kwargs['layout'] = layout
+  if num_slices > 1:
     kwargs['num_slices'] = num_slices
   return partitioning.Partitioner(**kwargs)
 
@@ -353,7 +343,7 @@ def compile_step(job: Job, devices: Sequence[jax.Device], *, chip: topology_lib.
   # slice: flash attention, full remat), not this machine's.
   model = platform.resolve_model(job.model, platform.for_mesh(partitioner.mesh))
   job = dataclasses.replace(job, model=model, config=getattr(model.module, 'config', None))
-  layout_name = getattr(partitioner, 'layout', None) or layout or 'data'
+  layout_name = partitioner.layout
   check_batch(job.batch_size, job.num_microbatches if step == 'train' else 1,
               batch_shards(partitioner), f'{topology} (layout {layout_name!r})')
   return compile_trainer(build_trainer(job, partitioner), job, chip=chip, topology=topology,
@@ -366,7 +356,7 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: Job, *,
   """`compile_step` for a Trainer already built on the target's devices."""
   partitioner = trainer.partitioner
   devices = list(partitioner.mesh.devices.flat)
-  layout_name = getattr(partitioner, 'layout', None) or 'data'
+  layout_name = partitioner.layout
   state = trainer.abstract_state()
   params_bytes = per_chip_bytes(state['params'])
   opt_bytes = per_chip_bytes(state['opt_state'])
