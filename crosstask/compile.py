@@ -29,7 +29,8 @@ USAGE = """Compiles a run's train step (or decoding) for a TPU slice without the
   --num_partitions=N     the size of the 'model' (tensor-parallel) axis; default:
                          the gin binding, else 1
   --step=train|infer     the train step (default) or the decoding programs
-  --json                 end with one JSON line (fits, per_chip_gib, hbm_gib, ...)"""
+  --json                 end with one JSON line (fits, per_chip_gib, hbm_gib, ...)
+  --verbose              keep the libraries' start-up lines and warnings"""
 
 
 def _flag_bool(value: str) -> bool:
@@ -47,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     while flag in argv:
       argv.remove(flag)
       as_json = True
+  verbose = '--verbose' in argv
+  argv = [a for a in argv if a != '--verbose']
+  from crosstask.runtime import platform  # pylint: disable=g-import-not-at-top
+  platform.quiet_startup(verbose)
   # A compile for named TPU devices needs no accelerator: keep JAX on the CPU.
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')

@@ -18,7 +18,6 @@ import jax
 import numpy as np
 
 from crosstask.runtime import checkpoints, embedding, gin_utils, partitioning
-from crosstask.tasks.scirepeval import benchmark, inputs, readers
 
 
 def _as_list(value, what: str) -> list[str]:
@@ -31,6 +30,7 @@ def _as_list(value, what: str) -> list[str]:
 
 
 def _task_type(task: str) -> tuple[str, tuple[str, ...]]:
+  from crosstask.tasks.scirepeval import benchmark  # TensorFlow loads after quiet_startup.
   if task in benchmark.FORMAT_SHORT:
     fields = ('title', 'abstract', 'venue', 'year') if task == benchmark.SEARCH \
         else ('title', 'abstract')
@@ -68,6 +68,7 @@ def embed(*,
   if not len(metas) == len(outs) == len(tasks):
     raise ValueError(f'{len(metas)} meta files, {len(outs)} output files and {len(tasks)} '
                      'tasks: they must pair up one to one')
+  from crosstask.tasks.scirepeval import inputs, readers  # After quiet_startup, as above.
   vocab = model.input_vocabulary
   jobs = []  # Read and tokenize everything first: a bad file fails before any compute.
   for meta, out, name in zip(metas, outs, tasks):

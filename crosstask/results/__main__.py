@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from crosstask.results import table
+from crosstask.runtime import platform
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,11 +39,14 @@ def _parser() -> argparse.ArgumentParser:
                       "runs): one row")
   p.add_argument("--paper", default="default", choices=("default", "all", "none"),
                  help="published rows beside ours")
+  p.add_argument("--verbose", action="store_true",
+                 help="keep TensorFlow's start-up lines and library warnings")
   return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
+  platform.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   try:
     result = table.build(args.runs, step=args.step, prefer=args.metric,
                          all_metrics=args.all_metrics, paper=args.paper, tasks=args.tasks,

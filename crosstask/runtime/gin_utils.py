@@ -34,7 +34,8 @@ USAGE = """Runs {what} configured by gin, as T5X does:
   --gin.NAME=VALUE         a binding or macro, e.g. --gin.MODEL_DIR="'/tmp/run'"
   --gin_bindings=BINDING   the same, T5X's older spelling
   --gin_search_paths=DIRS  extra comma-separated directories for gin files
-  --tfds_data_dir=DIR      where TFDS-backed tasks find their data"""
+  --tfds_data_dir=DIR      where TFDS-backed tasks find their data
+  --verbose                keep TensorFlow's start-up lines and library warnings"""
 
 
 class GinConfigError(ValueError):
@@ -180,9 +181,13 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   then, once gin is parsed, the PRNG implementation and compilation cache. None
   leaves the process as it is.
   """
+  from crosstask.runtime import console, platform  # pylint: disable=import-outside-toplevel
   argv = sys.argv[1:] if argv is None else list(argv)
+  verbose = '--verbose' in argv
+  argv = [a for a in argv if a != '--verbose']
+  platform.quiet_startup(verbose)
   if not argv or argv[0] in ('-h', '--help', 'help'):
-    print(USAGE.format(what=what))
+    console.say(USAGE.format(what=what))
     if not argv:
       raise SystemExit(2)
     return
@@ -190,7 +195,6 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   tfds_data_dir = other.pop('tfds_data_dir', None)
   if other:
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
-  from crosstask.runtime import platform  # pylint: disable=import-outside-toplevel
   if job is not None:
     try:  # Before TF's or JAX's threads first allocate.
       logging.info('host malloc: %s', platform.prepare_host(job))
@@ -213,14 +217,14 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     for model_dir in _OUTPUT_DIRS:
       write_operative_config(model_dir)
   except GinConfigError as e:
-    print(f'ERROR: {e}', file=sys.stderr)
+    console.error(str(e))
     raise SystemExit(2)
   except Exception as e:  # pylint: disable=broad-except
     from crosstask.runtime import faults  # What a run meets, said without a traceback.
     if isinstance(e, faults.Preempted):
-      print(e, flush=True)
+      console.say(str(e))
       raise SystemExit(faults.PREEMPTED_EXIT_CODE)
     if isinstance(e, faults.EXPECTED_FAULTS):
-      print(f'ERROR: {e}', file=sys.stderr)
+      console.error(str(e))
       raise SystemExit(1)
     raise

@@ -20,7 +20,7 @@ import jax
 
 from crosstask.models import hf_import
 from crosstask.models.config import TransformerConfig
-from crosstask.runtime import gin_utils
+from crosstask.runtime import console, gin_utils
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def param_count(config: TransformerConfig) -> int:
 def print_param_count(gin_file: str, bindings: Sequence[str] = ()) -> int:
   """Prints and returns the parameter count of a gin model file."""
   count = param_count(config_from_gin(gin_file, bindings))
-  print(f"{gin_file}: {count:,} parameters ({count / 1e6:.1f}M)")
+  console.say(f"{gin_file}: {count:,} parameters ({count / 1e6:.1f}M)")
   return count
 
 

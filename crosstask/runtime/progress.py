@@ -3,9 +3,10 @@
 import time
 from typing import Any, Mapping
 
-from absl import logging
 import jax
 import numpy as np
+
+from crosstask.runtime import console
 
 
 def writer(log_dir: str):
@@ -22,7 +23,7 @@ class Progress:
   """Averages step metrics between reports and derives steps/s, tokens/s and ETA."""
 
   def __init__(self, total_steps: int, start_step: int, writer, every: int = 10,
-               echo=print):
+               echo=console.say):
     self.total, self.every, self.writer, self.echo = total_steps, every, writer, echo
     self._t, self._step0, self._pending = time.time(), start_step, []
     self.last: dict[str, float] = {}
@@ -63,7 +64,5 @@ class Progress:
             f'({avg.get("loss_per_token", float("nan")):.3f}/token)  '
             f'lr {avg.get("learning_rate", float("nan")):.3g}  {sps:.2f} steps/s  '
             f'{tokens:.0f} tokens/s  ETA {eta:.0f}s')
-    if jax.process_index() == 0:
-      self.echo(line, flush=True)
-    logging.info(line)
+    self.echo(line)
     self._t, self._step0, self._pending = now, step, []

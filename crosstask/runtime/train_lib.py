@@ -10,12 +10,12 @@ uninterrupted one.
 import os
 from typing import Any, Callable
 
-from absl import logging
 import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import batching, checkpoints, data, faults, gin_utils, inference
+from crosstask.runtime import batching, checkpoints, console, data, faults, gin_utils
+from crosstask.runtime import inference
 from crosstask.runtime import input_state
 from crosstask.runtime import optimizers, partitioning, platform, progress
 from crosstask.runtime import trainer as trainer_lib
@@ -110,13 +110,13 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   if latest is not None:
     state, saved = checkpoints.restore_with_progress(mgr, latest, trainer.abstract_state())
     consumed, skipped = saved['batches_consumed'], saved.get('skipped_nonfinite', 0)
-    print(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at step '
-          f'{latest} after {consumed} batches.', flush=True)
+    console.say(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at '
+                f'step {latest} after {consumed} batches.')
   elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
     params = checkpoints.load_params(restore_checkpoint_cfg.path, trainer.abstract_params())
     state = trainer.state_from_params(params)
     del params  # Donated to the state; no second copy for the run.
-    print(f'Initialised parameters from {restore_checkpoint_cfg.path}.', flush=True)
+    console.say(f'Initialised parameters from {restore_checkpoint_cfg.path}.')
   else:
     state = trainer.init_state(random_seed)
   start = int(jax.device_get(state['step']))
@@ -189,18 +189,18 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
           m = train_eval(state['params'])
           train_eval_writer.write_scalars(step, {f'training_eval/{k}': v for k, v in m.items()})
           train_eval_writer.flush()
-          print(f'step {step} training_eval ' + ' '.join(f'{k} {v:.4f}' for k, v in m.items()),
-                flush=True)
+          console.say(f'step {step} training_eval '
+                      + ' '.join(f'{k} {v:.4f}' for k, v in m.items()))
         if infer_eval is not None and infer_eval.has_tasks:
           res = infer_eval.evaluate(runner, state['params'], step)
-          print(f'step {step} inference_eval {res}', flush=True)
+          console.say(f'step {step} inference_eval {res}')
     check_pending()
   finally:
     mgr.wait_until_finished()  # Saves already started are good steps: let them finish.
     mgr.close()
     writer.close()
   if skipped:
-    print(f'Skipped {skipped} batches with a non-finite loss.', flush=True)
+    console.say(f'Skipped {skipped} batches with a non-finite loss.')
   return step, report.last  # The final step is always a report step.
 
 
@@ -218,13 +218,13 @@ def _input_stream(cfg: data.DatasetConfig, mgr, latest: int | None, consumed: in
   if checkpoints.has_input_state(mgr, latest):
     try:
       checkpoints.restore_input(mgr, latest, iterator)
-      print(f'Restored the input position of step {latest} (no batch re-read).', flush=True)
+      console.say(f'Restored the input position of step {latest} (no batch re-read).')
       return iterator
     except Exception as e:  # pylint: disable=broad-except  A changed pipeline, say.
-      logging.warning('Could not restore the input position of step %d (%s); skipping %d '
-                      'batches instead.', latest, e, consumed)
-  print(f'Skipping {consumed} consumed batches to reach the input position of step {latest}.',
-        flush=True)
+      console.warn(f'Could not restore the input position of step {latest} ({e}); skipping '
+                   f'{consumed} batches instead.')
+  console.say(f'Skipping {consumed} consumed batches to reach the input position of step '
+              f'{latest}.')
   return iter(data.get_dataset(cfg, num_epochs=None, skip_batches=consumed, host_input=host))
 
 
@@ -232,9 +232,9 @@ def _saves_input(cfg: data.DatasetConfig, iterator) -> bool:
   """Whether the iterator's state can be saved (probed once it has produced a batch)."""
   reason = input_state.why_not_checkpointable(iterator)
   if reason is not None:
-    logging.warning('The input pipeline of %r cannot save its position (%s); a restart will '
-                    're-read the batches it consumed to skip them.',
-                    cfg.mixture_or_task_name, reason)
+    console.warn(f'The input pipeline of {cfg.mixture_or_task_name!r} cannot save its '
+                 f'position ({reason}); a restart will re-read the batches it consumed to '
+                 'skip them.')
   return reason is None
 
 
@@ -246,7 +246,7 @@ def _check_finite(step, batch, metrics, trainer, model, cfg, mgr, model_dir, ski
   where = _describe_batch(batch, model, cfg)
   message = faults.describe_nonfinite(step, metrics, where)
   if trainer.skip_nonfinite_batches:
-    print(f'{message} Skipped (no update applied; {skipped + 1} so far).', flush=True)
+    console.say(f'{message} Skipped (no update applied; {skipped + 1} so far).')
     return 1
   dump = os.path.join(model_dir, f'nonfinite_batch_step_{step}-{jax.process_index()}.npz')
   np.savez(dump, **batch)
