@@ -291,9 +291,9 @@ def topology_chips(topology: str) -> int:
 
 
 def shards_of(topology: str, layout: str, num_partitions: int | None) -> int:
-  """Batch shards: the chips, less the tensor-parallel 'model' axis."""
-  chips = topology_chips(topology)
-  return chips // (num_partitions or 1) if 'tensor' in layout else chips
+  """Batch shards: the Partitioner's data axes for the layout on the slice's chips."""
+  from crosstask.runtime import partitioning  # pylint: disable=g-import-not-at-top
+  return partitioning.batch_shards(layout, topology_chips(topology), num_partitions or 1)
 
 
 def row(model: str, topology: str, lengths_name: str, opts: Options,

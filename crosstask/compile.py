@@ -73,13 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
   try:
     where = aot.target(topology_name, int(num_slices) if num_slices else None)
-    job = aot.load_job(files, bindings)
-    result = aot.compile_step(job, where.devices, chip=where.chip, topology=where.name,
-                              layout=layout, step=step,
-                              num_partitions=int(num_partitions) if num_partitions else None,
-                              num_slices=where.num_slices)
-  except (topology.TopologyError, topology.LibtpuMissingError, aot.BatchError,
-          gin_utils.GinConfigError, ValueError) as e:
+    run = aot.load_run(files, bindings, where.devices, layout=layout, step=step,
+                       num_partitions=int(num_partitions) if num_partitions else None,
+                       num_slices=where.num_slices)
+    result = aot.compile_step(run, chip=where.chip, topology=where.name, step=step)
+  except (topology.TopologyError, topology.LibtpuMissingError, gin_utils.GinConfigError,
+          ValueError) as e:
     print(f'ERROR: {e}', file=sys.stderr)
     return 2
   print(aot.format_report(result, where.chip), flush=True)

@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from crosstask.runtime import checkpoints, embedding, gin_utils, partitioning
+from crosstask.runtime import run as run_lib
 
 
 def _as_list(value, what: str) -> list[str]:
@@ -79,10 +80,11 @@ def embed(*,
                                              sentinel_codes=sentinel_codes, pooling=pooling)
     jobs.append((meta, out, task_type, items, token_lists, truncated))
 
-  partitioner = partitioner or partitioning.Partitioner()
-  params, param_shardings, state_dir = embedding.restore_params(model, partitioner,
-                                                                restore_checkpoint_cfg)
-  embedder = embedding.Embedder(model, partitioner, param_shardings, batch_size,
+  # No dataset: the batch and lengths only shape the parameter template.
+  run = run_lib.resolve(model, partitioner, batch_size=batch_size,
+                        lengths={'inputs': max_length, 'targets': 1}, pads_batch=True)
+  params, param_shardings, state_dir = embedding.restore_params(run, restore_checkpoint_cfg)
+  embedder = embedding.Embedder(run.model, run.partitioner, param_shardings, run.batch_size,
                                 pooling)
   summaries = []
   for meta, out, task_type, items, token_lists, truncated in jobs:

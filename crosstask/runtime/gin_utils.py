@@ -9,7 +9,7 @@ import logging
 import os
 import pathlib
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 import gin
 
@@ -35,7 +35,14 @@ USAGE = """Runs {what} configured by gin, as T5X does:
   --gin_bindings=BINDING   the same, T5X's older spelling
   --gin_search_paths=DIRS  extra comma-separated directories for gin files
   --tfds_data_dir=DIR      where TFDS-backed tasks find their data
-  --verbose                keep TensorFlow's start-up lines and library warnings"""
+  --verbose                keep TensorFlow's start-up lines and library warnings
+{run_dir}"""
+
+
+RUN_DIR_USAGE = """  --run_dir=DIR            a trained run (its MODEL_DIR): its saved config gives the
+                           model, vocabulary, task and lengths; the flags above
+                           change what differs. Checkpoints from DIR, output to DIR/<job>
+"""
 
 
 class GinConfigError(ValueError):
@@ -137,6 +144,23 @@ def parse(files: Sequence[str], bindings: Sequence[str],
                          f'file; files parsed: {list(files)}') from e
 
 
+_NO_DEFAULT = object()
+
+
+def query(selector: str, default: Any = _NO_DEFAULT) -> Any:
+  """What a parsed binding or macro ('%MODEL') evaluates to: a configurable reference
+  is called, as gin would when passing it; `default` where nothing binds it."""
+  try:
+    value = gin.query_parameter(selector)
+  except ValueError:
+    if default is _NO_DEFAULT:
+      raise
+    return default
+  if isinstance(value, gin.config.ConfigurableReference):
+    return value.scoped_configurable_fn()
+  return value
+
+
 def call_configured(fn, what: str):
   """Calls a configured function; a required argument gin never got is named clearly."""
   try:
@@ -173,13 +197,14 @@ def write_operative_config(model_dir: str) -> None:
 
 
 def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
-             job: str | None = None) -> None:
+             job: str | None = None, saved_run_job=None) -> None:
   """Entry-point body: parse the command line, apply side flags, call `fn` via gin.
 
   `job` ('train', or 'infer' for decoding, scoring and embedding) applies the
   platform profile (`platform`): the host allocator's settings before JAX starts,
   then, once gin is parsed, the PRNG implementation and compilation cache. None
-  leaves the process as it is.
+  leaves the process as it is. `saved_run_job` (a `saved_run.JobFiles`) lets the
+  command take `--run_dir=DIR`, a trained run whose saved config it starts from.
   """
   from crosstask.runtime import console, platform  # pylint: disable=import-outside-toplevel
   argv = sys.argv[1:] if argv is None else list(argv)
@@ -187,12 +212,14 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   argv = [a for a in argv if a != '--verbose']
   platform.quiet_startup(verbose)
   if not argv or argv[0] in ('-h', '--help', 'help'):
-    console.say(USAGE.format(what=what))
+    console.say(USAGE.format(what=what,
+                             run_dir='' if saved_run_job is None else RUN_DIR_USAGE))
     if not argv:
       raise SystemExit(2)
     return
   files, bindings, paths, other = split_args(argv)
   tfds_data_dir = other.pop('tfds_data_dir', None)
+  run_dir = other.pop('run_dir', None) if saved_run_job is not None else None
   if other:
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
   if job is not None:
@@ -204,6 +231,9 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     import seqio
     seqio.set_tfds_data_dir_override(tfds_data_dir)
   try:
+    if run_dir is not None:
+      from crosstask.runtime import saved_run  # pylint: disable=import-outside-toplevel
+      files, bindings = saved_run.arguments(run_dir, saved_run_job, files, bindings)
     parse(files, bindings, paths)
     from crosstask.runtime import partitioning
     partitioning.initialize_distributed()

@@ -39,23 +39,17 @@ def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> N
                   lock=False)
 
 
-def _evaluate(selector: str):
-  reference = gin.query_parameter(selector)
-  return reference.scoped_configurable_fn() if hasattr(reference, "scoped_configurable_fn") \
-      else reference
-
-
 def config_from_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()
                     ) -> TransformerConfig:
   """The TransformerConfig bound to `network.Transformer.config` by the gin files."""
   parse_gin(gin_files, bindings)
-  return _evaluate("crosstask.models.network.Transformer.config")
+  return gin_utils.query("crosstask.models.network.Transformer.config")
 
 
 def model_from_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()):
   """The EncoderDecoderModel bound to the MODEL macro."""
   parse_gin(gin_files, bindings)
-  return _evaluate("%MODEL")
+  return gin_utils.query("%MODEL")
 
 
 def param_count(config: TransformerConfig) -> int:

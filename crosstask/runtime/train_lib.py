@@ -7,6 +7,7 @@ folded into the dropout key, so a killed-and-resumed run matches an
 uninterrupted one.
 """
 
+import dataclasses
 import os
 from typing import Any, Callable
 
@@ -17,7 +18,8 @@ import numpy as np
 from crosstask.runtime import batching, checkpoints, console, data, faults, gin_utils
 from crosstask.runtime import inference
 from crosstask.runtime import input_state
-from crosstask.runtime import optimizers, partitioning, platform, progress
+from crosstask.runtime import optimizers, partitioning, progress
+from crosstask.runtime import run as run_lib
 from crosstask.runtime import trainer as trainer_lib
 
 
@@ -76,33 +78,49 @@ def train(*,
   """
   model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
-  # Each config then names the task registered for the model's vocabulary.
-  train_dataset_cfg = data.check_run_vocabulary(model, train_dataset_cfg)
-  if train_eval_dataset_cfg is not None:
-    train_eval_dataset_cfg = data.check_run_vocabulary(model, train_eval_dataset_cfg)
-  if infer_eval_dataset_cfg is not None:
-    infer_eval_dataset_cfg = data.check_run_vocabulary(model, infer_eval_dataset_cfg)
+  run = run_lib.resolve(model, partitioner,
+                        datasets={'train': train_dataset_cfg,
+                                  'train_eval': train_eval_dataset_cfg,
+                                  'infer_eval': infer_eval_dataset_cfg},
+                        num_microbatches=num_microbatches)
+  job = TrainJob(run=run, model_dir=model_dir, total_steps=total_steps,
+                 checkpoint_cfg=checkpoint_cfg or checkpoints.SaveCheckpointConfig(),
+                 restore_checkpoint_cfg=restore_checkpoint_cfg, optimizer_fn=optimizer_fn,
+                 eval_period=eval_period, eval_steps=eval_steps, random_seed=random_seed,
+                 log_every=log_every, summarize_config_fn=summarize_config_fn)
   with faults.ModelDirLock(model_dir), faults.PreemptionWatcher() as preemption:
-    return _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
-                  checkpoint_cfg or checkpoints.SaveCheckpointConfig(), restore_checkpoint_cfg,
-                  partitioner or partitioning.Partitioner(), optimizer_fn, model_dir,
-                  total_steps, eval_period, eval_steps, random_seed, num_microbatches,
-                  log_every, summarize_config_fn, preemption)
+    return _train(job, preemption)
 
 
-def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
-           checkpoint_cfg, restore_checkpoint_cfg, partitioner, optimizer_fn, model_dir,
-           total_steps, eval_period, eval_steps, random_seed, num_microbatches, log_every,
-           summarize_config_fn, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
-  tx, schedule = optimizer_fn()
-  # The model's 'auto' attention and remat become the platform's choices.
-  model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule,
-                                data.model_input_shapes(train_dataset_cfg),
-                                num_microbatches=num_microbatches)
+@dataclasses.dataclass(frozen=True)
+class TrainJob:
+  """A training run: the resolved Run and what `train` adds to it (its arguments)."""
+  run: run_lib.Run
+  model_dir: str
+  total_steps: int
+  checkpoint_cfg: checkpoints.SaveCheckpointConfig
+  restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig | None
+  optimizer_fn: Callable[[], tuple]
+  eval_period: int
+  eval_steps: int
+  random_seed: int
+  log_every: int
+  summarize_config_fn: Callable[..., None]
+
+
+def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
+  run, model_dir, total_steps = job.run, job.model_dir, job.total_steps
+  model, partitioner = run.model, run.partitioner
+  train_dataset_cfg = run.dataset('train')
+  train_eval_dataset_cfg = run.dataset('train_eval')
+  infer_eval_dataset_cfg = run.dataset('infer_eval')
+  checkpoint_cfg, restore_checkpoint_cfg = job.checkpoint_cfg, job.restore_checkpoint_cfg
+  eval_period = job.eval_period
+  tx, schedule = job.optimizer_fn()
+  trainer = trainer_lib.Trainer.for_run(run, tx, schedule)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
-  summarize_config_fn(model_dir, writer, 0)
+  job.summarize_config_fn(model_dir, writer, 0)
   partitioning.wait_for_all_processes('crosstask_train_setup')
   mgr = checkpoints.manager(model_dir, checkpoint_cfg)
   latest = mgr.latest_step()
@@ -118,7 +136,7 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
     del params  # Donated to the state; no second copy for the run.
     console.say(f'Initialised parameters from {restore_checkpoint_cfg.path}.')
   else:
-    state = trainer.init_state(random_seed)
+    state = trainer.init_state(job.random_seed)
   start = int(jax.device_get(state['step']))
 
   train_eval = infer_eval = runner = None
@@ -131,7 +149,7 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
                                  infer_eval_dataset_cfg.batch_size)
   if eval_period and train_eval_dataset_cfg is not None:
     train_eval = _teacher_forced_eval(model, partitioner, trainer.param_shardings,
-                                      train_eval_dataset_cfg, eval_steps)
+                                      train_eval_dataset_cfg, job.eval_steps)
     train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
 
   iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed,
@@ -141,9 +159,9 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   # Placed once as the step expects it (replicated), not re-transferred every step;
   # made by a jitted call, since device_put cannot place onto other hosts' devices.
   with partitioner.context():
-    rng = jax.jit(lambda: jax.random.key(random_seed + 1),
+    rng = jax.jit(lambda: jax.random.key(job.random_seed + 1),
                   out_shardings=partitioner.replicated)()
-  report = progress.Progress(total_steps, start, writer, every=log_every)
+  report = progress.Progress(total_steps, start, writer, every=job.log_every)
   step = saved_step = start
   pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).
 

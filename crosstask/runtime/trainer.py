@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from crosstask.runtime import adafactor, host_memory, partitioning, platform
+from crosstask.runtime import run as run_lib
 
 State = dict[str, Any]
 
@@ -44,19 +45,9 @@ class Trainer:
     self.optimizer = optimizer
     self.learning_rate_fn = learning_rate_fn
     self.input_shapes = dict(input_shapes)
-    batch = next(iter(self.input_shapes.values()))[0]
-    if num_microbatches < 1 or batch % num_microbatches:
-      raise ValueError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
-                       f'split the batch of {batch} into equal microbatches.')
-    if num_microbatches > 1 and (batch // num_microbatches) % partitioner.data_size:
-      raise ValueError(
-          f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) splits the batch of '
-          f'{batch} into microbatches of {batch // num_microbatches} rows, which do not divide '
-          f'over the {partitioner.data_size} batch shards of {partitioner.describe()}.')
+    # The batch and its microbatches were checked against the mesh by `run.resolve`.
     self.num_microbatches = num_microbatches
-    # Shapes only: a key of the configured PRNG implementation, never a buffer.
-    self._rng_spec = jax.eval_shape(lambda: jax.random.key(0))
-    boxed = jax.eval_shape(self._boxed_params, self._rng_spec)
+    boxed = run_lib.boxed_params(model, self.input_shapes)
     self.param_axes = nn.get_partition_spec(boxed)  # Logical names per dimension.
     self.param_shardings = partitioner.logical_to_sharding(boxed)
     params = nn.unbox(boxed)
@@ -71,6 +62,13 @@ class Trainer:
         self.state_shardings)
     self._init = jax.jit(self._init_state, out_shardings=self.state_shardings)
     self._step = None
+
+  @classmethod
+  def for_run(cls, run: run_lib.Run, optimizer: optax.GradientTransformation,
+              learning_rate_fn: Callable[[Any], Any], **kwargs) -> 'Trainer':
+    """The Trainer of a resolved run: its model, mesh, profile, shapes and microbatches."""
+    return cls(run.model, run.partitioner, optimizer, learning_rate_fn, run.input_shapes,
+               num_microbatches=run.num_microbatches, profile=run.profile, **kwargs)
 
   def _boxed_params(self, rng):
     return self.model.get_initial_variables(rng, self.input_shapes)['params']
@@ -173,8 +171,6 @@ class Trainer:
     Arguments may be arrays or ShapeDtypeStructs (`abstract_state()`), so the step
     compiles for devices that only exist as a topology.
     """
-    for name, x in batch.items():
-      self.partitioner.check_batch(x.shape[0], f"the batch's {name!r} rows")
     batch_shardings = {k: self.partitioner.data_sharding for k in batch}
     jitted = jax.jit(
         self._train_step,

@@ -45,10 +45,11 @@ def _total_bytes(tree) -> int:
 def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   where = aot.target('v5e:2x2')
   assert [d.platform for d in where.devices] == ['tpu'] * 4
-  job = aot.load_job([TINY], SMALL_BATCH)
-  partitioner = aot.make_partitioner(where.devices, layout, NUM_PARTITIONS[layout])
-  trainer = aot.build_trainer(job, partitioner)
-  result = aot.compile_trainer(trainer, job, chip=where.chip, topology=where.name)
+  run = aot.load_run([TINY], SMALL_BATCH, where.devices, layout=layout,
+                     num_partitions=NUM_PARTITIONS[layout])
+  partitioner = run.partitioner
+  trainer = aot.build_trainer(run)
+  result = aot.compile_trainer(trainer, run, chip=where.chip, topology=where.name)
   state = trainer.abstract_state()
   params_total, opt_total = _total_bytes(state['params']), _total_bytes(state['opt_state'])
   # Parameters are never split over 'data'; FSDP and tensor axes split (nearly) all.
@@ -102,7 +103,7 @@ def test_unknown_topology_lists_valid_names(capsys):
 
 def test_batch_the_data_axis_does_not_divide_is_refused(capsys):
   err = _cli_error(['--gin_file=' + TINY, '--topology=v5e:2x2', '--gin.BATCH_SIZE=6'], capsys)
-  assert 'BATCH_SIZE=6' in err and '4-way data axis' in err
+  assert 'BATCH_SIZE=6' in err and '4-way data axes' in err
 
 
 def test_missing_libtpu_says_how_to_install(monkeypatch, capsys):
