@@ -1,11 +1,15 @@
-"""`python -m crosstask.eval --gin_file=runs/eval.gin ...`: metrics for checkpoints."""
+"""`python -m crosstask.eval --gin_file=runs/eval.gin ...`: metrics for checkpoints.
 
-from crosstask.runtime import eval_lib, gin_utils
+On a trained run, its saved config gives model, vocabulary, task and lengths:
+`python -m crosstask.eval --run_dir=/tmp/demo` (metrics to /tmp/demo/eval).
+"""
+
+from crosstask.runtime import eval_lib, gin_utils, saved_run
 
 
 def main() -> None:
-  gin_utils.run_main(eval_lib.evaluate, what='eval_script.evaluate',
-                     job='infer')
+  gin_utils.run_main(eval_lib.evaluate, what='eval_script.evaluate', job='infer',
+                     saved_run_job=saved_run.EVAL)
 
 
 if __name__ == '__main__':
