@@ -232,8 +232,7 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     seqio.set_tfds_data_dir_override(tfds_data_dir)
   try:
     if run_dir is not None:
-      from crosstask.runtime import saved_run  # pylint: disable=import-outside-toplevel
-      files, bindings = saved_run.arguments(run_dir, saved_run_job, files, bindings)
+      files, bindings = saved_run_job.arguments(run_dir, files, bindings)
     parse(files, bindings, paths)
     from crosstask.runtime import partitioning
     partitioning.initialize_distributed()

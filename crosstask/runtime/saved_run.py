@@ -28,6 +28,17 @@ class JobFiles:
   output_macro: str
   output_subdir: str
 
+  def arguments(self, run_dir: str, files: Sequence[str], bindings: Sequence[str]
+                ) -> tuple[list[str], list[str]]:
+    """(gin files, bindings) of this job on the trained run in `run_dir`, the command
+    line's own files and bindings last so that they override."""
+    run_dir = os.path.abspath(run_dir)
+    config = saved_config(run_dir)
+    defaults = [f'CHECKPOINT_PATH = {run_dir!r}',
+                f'{self.output_macro} = {os.path.join(run_dir, self.output_subdir)!r}']
+    return ([config, self.run_file, *files],
+            [*carried_bindings(config), *defaults, *bindings])
+
 
 EVAL = JobFiles('runs/eval.gin', 'EVAL_OUTPUT_DIR', 'eval')
 INFER = JobFiles('runs/infer.gin', 'INFER_OUTPUT_DIR', 'infer')
@@ -53,15 +64,3 @@ def carried_bindings(config_path: str) -> list[str]:
   finally:
     gin.clear_config()
   return [f'{name} = {value!r}' for name, value in values.items()]
-
-
-def arguments(run_dir: str, job: JobFiles, files: Sequence[str], bindings: Sequence[str]
-              ) -> tuple[list[str], list[str]]:
-  """(gin files, bindings) of a job on the trained run in `run_dir`, the command
-  line's own files and bindings last so that they override."""
-  run_dir = os.path.abspath(run_dir)
-  config = saved_config(run_dir)
-  defaults = [f'CHECKPOINT_PATH = {run_dir!r}',
-              f'{job.output_macro} = {os.path.join(run_dir, job.output_subdir)!r}']
-  return ([config, job.run_file, *files],
-          [*carried_bindings(config), *defaults, *bindings])

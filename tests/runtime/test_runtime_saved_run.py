@@ -23,8 +23,7 @@ def run_dir(tmp_path):
 
 
 def test_infer_takes_model_task_and_lengths_from_the_run(run_dir):
-  files, bindings = saved_run.arguments(str(run_dir), saved_run.INFER, [],
-                                        ["INFER_SPLIT='train'"])
+  files, bindings = saved_run.INFER.arguments(str(run_dir), [], ["INFER_SPLIT='train'"])
   gin_utils.parse(files, bindings)
   assert gin_utils.query('utils.DatasetConfig.mixture_or_task_name') == 'runtime_copy_reverse'
   assert gin_utils.query('utils.DatasetConfig.module') == 'runtime_helpers'
@@ -41,4 +40,4 @@ def test_infer_takes_model_task_and_lengths_from_the_run(run_dir):
 def test_a_folder_without_a_saved_config_is_named(tmp_path):
   with pytest.raises(gin_utils.GinConfigError, match=r'--run_dir=.*config\.gin, '
                                                      r'operative_config\.gin'):
-    saved_run.arguments(str(tmp_path), saved_run.EVAL, [], [])
+    saved_run.EVAL.arguments(str(tmp_path), [], [])
