@@ -94,13 +94,6 @@ def tpu_profile():
   return platform.PROFILES['tpu']
 
 
-def has_layouts() -> bool:
-  sys.path.insert(0, str(ROOT))
-  import inspect  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime import partitioning  # pylint: disable=g-import-not-at-top
-  return 'layout' in inspect.signature(partitioning.Partitioner.__init__).parameters
-
-
 def model_bindings(opts: Options, fields: set[str]) -> list[str]:
   """Gin bindings for the remat / attention / scan options, where the model has them."""
   wanted = {'remat_policy': repr(opts.remat) if opts.remat else None,
@@ -298,9 +291,9 @@ def topology_chips(topology: str) -> int:
 
 
 def shards_of(topology: str, layout: str, num_partitions: int | None) -> int:
-  """Batch shards: the chips, less the tensor-parallel 'model' axis."""
-  chips = topology_chips(topology)
-  return chips // (num_partitions or 1) if 'tensor' in layout else chips
+  """Batch shards: the Partitioner's data axes for the layout on the slice's chips."""
+  from crosstask.runtime import partitioning  # pylint: disable=g-import-not-at-top
+  return partitioning.batch_shards(layout, topology_chips(topology), num_partitions or 1)
 
 
 def row(model: str, topology: str, lengths_name: str, opts: Options,
@@ -384,9 +377,8 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument('--models', default=','.join(TABLE_MODELS),
                       help=f'comma-separated, from {list(MODELS)}')
   parser.add_argument('--topologies', default=','.join(TOPOLOGIES))
-  parser.add_argument('--layouts', default=None,
-                      help="comma-separated Partitioner layouts (data, fsdp, tensor, ...); "
-                           "default: fsdp where the Partitioner has layouts, else data")
+  parser.add_argument('--layouts', default='fsdp',
+                      help="comma-separated Partitioner layouts (data, fsdp, tensor, ...)")
   parser.add_argument('--lengths', default=None,
                       help=f'comma-separated from {list(LENGTHS)}; default: both for '
                            'LongLM, 512/512 for T5')
@@ -429,8 +421,6 @@ def main(argv: list[str] | None = None) -> None:
     args.attention = tpu.attention
   if args.remat is None and 'remat_policy' in fields:
     args.remat = tpu.remat
-  if args.layouts is None:
-    args.layouts = 'fsdp' if has_layouts() else 'data'
   results_path = pathlib.Path(args.out) if args.out else (QUICK_RESULTS if args.quick
                                                            else RESULTS)
   done = []

@@ -35,6 +35,7 @@ USAGE = """Compiles a run's train step (or decoding) for a TPU slice without the
   --step=train|infer     the train step (default) or the decoding programs
   --json                 end with one JSON line (fits, per_chip_gib, hbm_gib,
                          predicted_step_s, predicted_mfu, predicted_hours, ...)
+  --verbose              keep the libraries' start-up lines and warnings
   The predicted hours are for TRAIN_STEPS (a run file's, or --gin.TRAIN_STEPS=N)."""
 
 
@@ -80,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     while flag in argv:
       argv.remove(flag)
       as_json = True
+  verbose = '--verbose' in argv
+  argv = [a for a in argv if a != '--verbose']
+  from crosstask.runtime import platform  # pylint: disable=g-import-not-at-top
+  platform.quiet_startup(verbose)
   # A compile for named TPU devices needs no accelerator: keep JAX on the CPU.
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')
@@ -103,13 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
   try:
     where = aot.target(topology_name, int(num_slices) if num_slices else None)
     train_steps = _train_steps(files, bindings)
-    job = aot.load_job(files, bindings)
-    result = aot.compile_step(job, where.devices, chip=where.chip, topology=where.name,
-                              layout=layout, step=step,
-                              num_partitions=int(num_partitions) if num_partitions else None,
-                              num_slices=where.num_slices)
-  except (topology.TopologyError, topology.LibtpuMissingError, aot.BatchError,
-          gin_utils.GinConfigError, ValueError) as e:
+    run = aot.load_run(files, bindings, where.devices, layout=layout, step=step,
+                       num_partitions=int(num_partitions) if num_partitions else None,
+                       num_slices=where.num_slices)
+    result = aot.compile_step(run, chip=where.chip, topology=where.name, step=step)
+  except (topology.TopologyError, topology.LibtpuMissingError, gin_utils.GinConfigError,
+          ValueError) as e:
     print(f'ERROR: {e}', file=sys.stderr)
     return 2
   # A local GPU or TPU has its figures in the chip table too (a CPU has none).

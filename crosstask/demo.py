@@ -134,9 +134,13 @@ def train_vocabulary(output_dir: pathlib.Path) -> pathlib.Path:
   if not prefix.with_suffix(".model").exists():
     prefix.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
-    subprocess.run([sys.executable, "-m", "crosstask.tasks.train_vocab", f"--task={VOCAB_TASK}",
-                    "--split=train", f"--vocab_size={VOCAB_SIZE}", f"--output={prefix}"],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+    # Its console is TensorFlow's start-up and SentencePiece's progress: shown on failure.
+    done = subprocess.run([sys.executable, "-m", "crosstask.tasks.train_vocab",
+                           f"--task={VOCAB_TASK}", "--split=train",
+                           f"--vocab_size={VOCAB_SIZE}", f"--output={prefix}"],
+                          env=env, check=False, capture_output=True, text=True)
+    if done.returncode:
+      raise SystemExit(f"crosstask.tasks.train_vocab failed:\n{done.stderr[-3000:]}")
   return prefix.with_suffix(".model")
 
 
@@ -240,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> None:
   parser.add_argument("--output_dir", default="demo_output", type=pathlib.Path)
   parser.add_argument("--steps", type=int, default=300, help="training steps of the tiny model")
   parser.add_argument("--skip_training", action="store_true")
+  parser.add_argument("--verbose", action="store_true",
+                      help="keep TensorFlow's start-up lines and library warnings")
   args = parser.parse_args(argv)
+  platform.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   print(f"Host malloc: {platform.prepare_host('train')}")  # Before TF's or JAX's threads allocate.
   started = time.time()
   with paths.use_data_dir(paths.SAMPLE_DIR):

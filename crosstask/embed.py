@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from crosstask.runtime import checkpoints, embedding, gin_utils, partitioning
-from crosstask.tasks.scirepeval import benchmark, inputs, readers
+from crosstask.runtime import run as run_lib
 
 
 def _as_list(value, what: str) -> list[str]:
@@ -31,6 +31,7 @@ def _as_list(value, what: str) -> list[str]:
 
 
 def _task_type(task: str) -> tuple[str, tuple[str, ...]]:
+  from crosstask.tasks.scirepeval import benchmark  # TensorFlow loads after quiet_startup.
   if task in benchmark.FORMAT_SHORT:
     fields = ('title', 'abstract', 'venue', 'year') if task == benchmark.SEARCH \
         else ('title', 'abstract')
@@ -68,6 +69,7 @@ def embed(*,
   if not len(metas) == len(outs) == len(tasks):
     raise ValueError(f'{len(metas)} meta files, {len(outs)} output files and {len(tasks)} '
                      'tasks: they must pair up one to one')
+  from crosstask.tasks.scirepeval import inputs, readers  # After quiet_startup, as above.
   vocab = model.input_vocabulary
   jobs = []  # Read and tokenize everything first: a bad file fails before any compute.
   for meta, out, name in zip(metas, outs, tasks):
@@ -78,10 +80,11 @@ def embed(*,
                                              sentinel_codes=sentinel_codes, pooling=pooling)
     jobs.append((meta, out, task_type, items, token_lists, truncated))
 
-  partitioner = partitioner or partitioning.Partitioner()
-  params, param_shardings, state_dir = embedding.restore_params(model, partitioner,
-                                                                restore_checkpoint_cfg)
-  embedder = embedding.Embedder(model, partitioner, param_shardings, batch_size,
+  # No dataset: the batch and lengths only shape the parameter template.
+  run = run_lib.resolve(model, partitioner, batch_size=batch_size,
+                        lengths={'inputs': max_length, 'targets': 1}, pads_batch=True)
+  params, param_shardings, state_dir = embedding.restore_params(run, restore_checkpoint_cfg)
+  embedder = embedding.Embedder(run.model, run.partitioner, param_shardings, run.batch_size,
                                 pooling)
   summaries = []
   for meta, out, task_type, items, token_lists, truncated in jobs:

@@ -1,16 +1,22 @@
-"""`python -m crosstask.eval --gin_file=runs/eval.gin ...`: metrics for checkpoints."""
+"""`python -m crosstask.eval --gin_file=runs/eval.gin ...`: metrics for checkpoints.
+
+On a trained run, its saved config gives model, vocabulary, task and lengths:
+`python -m crosstask.eval --run_dir=/tmp/demo` (metrics to /tmp/demo/eval).
+"""
 
 import functools
 
-from crosstask.runtime import eval_lib, gin_utils
+from crosstask.runtime import eval_lib, gin_utils, saved_run
 
 
 def main() -> None:
   # The leakage guard sees what the run trained on before any reported split is read.
   # Imported here: the module itself imports without SeqIO or TensorFlow.
   from crosstask.tasks.clue import leakage  # pylint: disable=import-outside-toplevel
-  gin_utils.run_main(functools.partial(eval_lib.evaluate, report_guard=leakage.check_run),
-                     what='eval_script.evaluate', job='infer')
+  gin_utils.run_main(
+      functools.partial(eval_lib.evaluate, report_guard=leakage.check_run),
+      what='eval_script.evaluate', job='infer',
+      saved_run_job=saved_run.EVAL)
 
 
 if __name__ == '__main__':

@@ -1,16 +1,22 @@
-"""`python -m crosstask.infer --gin_file=runs/infer.gin ...`: predictions to JSON lines."""
+"""`python -m crosstask.infer --gin_file=runs/infer.gin ...`: predictions to JSON lines.
+
+On a trained run, its saved config gives model, vocabulary, task and lengths:
+`python -m crosstask.infer --run_dir=/tmp/demo` (predictions to /tmp/demo/infer).
+"""
 
 import functools
 
-from crosstask.runtime import gin_utils, infer_lib
+from crosstask.runtime import gin_utils, infer_lib, saved_run
 
 
 def main() -> None:
   # The leakage guard sees what the run trained on before any reported split is read.
   # Imported here: the module itself imports without SeqIO or TensorFlow.
   from crosstask.tasks.clue import leakage  # pylint: disable=import-outside-toplevel
-  gin_utils.run_main(functools.partial(infer_lib.infer, report_guard=leakage.check_run),
-                     what='infer_script.infer', job='infer')
+  gin_utils.run_main(
+      functools.partial(infer_lib.infer, report_guard=leakage.check_run),
+      what='infer_script.infer', job='infer',
+      saved_run_job=saved_run.INFER)
 
 
 if __name__ == '__main__':

@@ -17,11 +17,11 @@ import jax
 
 from crosstask.metrics.scirepeval import ranking
 from crosstask.runtime import checkpoints, gin_utils, partitioning, relevance_lib
-from crosstask.tasks.scirepeval import inputs, readers, text
 
 
 def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, max_length):
   """{'yes': log P(yes), 'no': log P(no)} per input text, and the checkpoint read."""
+  from crosstask.tasks.scirepeval import text  # TensorFlow loads after quiet_startup.
   return relevance_lib.target_log_likelihoods(
       model, restore_checkpoint_cfg, partitioner, texts, {'yes': text.YES, 'no': text.NO},
       batch_size, max_length)
@@ -30,6 +30,7 @@ def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, ma
 def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file, qrels_files,
                     reviewers_file, output_dir, batch_size, max_length) -> dict[str, Any]:
   """Paper-Reviewer Matching: (query paper, reviewer paper) relevance, top-3 mean per reviewer."""
+  from crosstask.tasks.scirepeval import readers, text  # After quiet_startup, as above.
   papers = {p['doc_id']: p for p in readers.read_meta(meta_file)}
   reviewers = readers.read_reviewer_metadata(reviewers_file)
   all_qrels = {path: readers.read_qrels(path) for path in qrels_files}
@@ -80,6 +81,7 @@ def rank(*,
   Grades come from `qrels_file` ({query_id, cand_id, score} lines) when given,
   else from the candidates' own `score` (training-format rows).
   """
+  from crosstask.tasks.scirepeval import inputs, readers, text  # After quiet_startup.
   ttask = text.get(task)
   if ttask.kind != 'pair':
     raise ValueError(f'{ttask.name} is not a proximity/search task; rank() scores pairs')

@@ -12,6 +12,17 @@ REPO = TESTS.parent
 TINY = str(TESTS / 'runtime_configs' / 'tiny_model.gin')
 
 
+# Console lines a researcher cannot act on: TensorFlow's C++ start-up, SeqIO's advice
+# to itself. The entry points keep them off the console unless --verbose.
+NOISE = ('All log messages before absl::InitializeLog', 'oneDNN custom operations',
+         'cudart_stub', 'Could not find cuda drivers', 'Given sequence lengths',
+         'uncached FunctionDataset')
+
+
+def noise_in(text: str) -> list[str]:
+  return [line for line in text.splitlines() if any(n in line for n in NOISE)]
+
+
 def env() -> dict[str, str]:
   e = dict(os.environ)
   e.update(JAX_PLATFORMS='cpu', XLA_FLAGS='--xla_force_host_platform_device_count=8',

@@ -412,11 +412,12 @@ def _partitioner(n):
 
 
 def _microbatches():
-  from crosstask.runtime import trainer as trainer_lib
-  s = _saved()
-  t = s['trainer']
-  trainer_lib.Trainer(t.model, t.partitioner, t.optimizer, t.learning_rate_fn,
-                      t.input_shapes, num_microbatches=3)
+  from crosstask.runtime import run as run_lib
+  t = _saved()['trainer']
+  (batch, inputs), (_, targets) = (t.input_shapes['encoder_input_tokens'],
+                                   t.input_shapes['decoder_input_tokens'])
+  run_lib.resolve(t.model, t.partitioner, batch_size=batch, num_microbatches=3,
+                  lengths={'inputs': inputs, 'targets': targets})
 
 
 def _initial_checkpoint_cfg():

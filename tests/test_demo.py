@@ -19,6 +19,8 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
                         timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   out = proc.stdout
+  # Nothing a newcomer cannot act on: no TensorFlow start-up lines, no SeqIO warnings.
+  assert not runtime_subprocess.noise_in(out + proc.stderr), proc.stderr[-3000:]
   assert (tmp_path / "vocab" / "csl_sample.model").is_file()
   assert "csl/benchmark" not in out and "crosstask/data/sample" in out
   assert (tmp_path / "model" / "checkpoint_300").is_dir()

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from crosstask.results import bootstrap
 from crosstask.results import table
+from crosstask.runtime import platform
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,11 +47,14 @@ def _parser() -> argparse.ArgumentParser:
                  help="resamples of each run's examples for its 95%% intervals (0: none)")
   p.add_argument("--plot", metavar="FILE.png", help="also draw the runs' training loss and "
                  "metrics against step, and the table as bars with their intervals")
+  p.add_argument("--verbose", action="store_true",
+                 help="keep TensorFlow's start-up lines and library warnings")
   return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
+  platform.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   try:
     result = table.build(args.runs, step=args.step, prefer=args.metric,
                          all_metrics=args.all_metrics, paper=args.paper, tasks=args.tasks,

@@ -2,6 +2,9 @@
 
   train_lib / eval_lib / infer_lib   the gin-configured jobs behind
                                      `python -m crosstask.{train,eval,infer}`
+  run           the Run every job resolves once at its start: model for the platform,
+                tasks for its vocabulary, batch checked, abstract parameters and key
+  saved_run     `--run_dir`: eval and infer start from a trained run's saved config
   trainer       train state and the jitted, sharded train step
   partitioning  the ('data', 'fsdp', 'model') mesh, layouts as logical-axis rules,
                 which batch rows each host loads
@@ -16,13 +19,14 @@
   embedding     batched, sharded encoder embeddings (`python -m crosstask.embed`)
   relevance_lib log P(fixed target | input) from a checkpoint (`python -m crosstask.relevance`)
   progress      console progress and TensorBoard scalars
+  console       the one reporter: process 0 prints, the other processes log
   gin_utils     flag parsing, search paths, errors naming their file
   platform      per-platform profiles (CPU, GPU, TPU): XLA options, PRNG, allocator,
-                attention and remat defaults, compilation cache
+                attention and remat defaults, compilation cache; a quiet start-up
   model_gin     a model gin file -> config / model / parameter count
   host_memory   glibc malloc settings the entry points make first on CPU (XLA:CPU's temporaries)
   batching      fixed-size global batches for inference, embedding and scoring
-  restoring     what eval and infer share: checkpoint selection, parameter templates
+  restoring     what eval and infer share: their job around a Run, checkpoint selection
   best_checkpoint  the best checkpoint of a run by a validation metric (early stopping)
   topology      named TPU slices as compile-only devices; each chip's HBM, peak, bandwidth
   aot           ahead-of-time compiles of a run's step for a slice (`python -m crosstask.compile`)

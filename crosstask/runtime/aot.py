@@ -12,7 +12,6 @@ XLA's cost model, the collectives in the optimized program, a roofline step time
 """
 
 import dataclasses
-import inspect
 import math
 import time
 from typing import Any, Mapping, Sequence
@@ -22,8 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from crosstask.runtime import compile_report, model_flops
-from crosstask.runtime import gin_utils, optimizers, partitioning, platform
+from crosstask.runtime import compile_report, gin_utils, model_flops, optimizers
+from crosstask.runtime import partitioning
+from crosstask.runtime import run as run_lib
 from crosstask.runtime import topology as topology_lib
 from crosstask.runtime import trainer as trainer_lib
 
@@ -37,57 +37,34 @@ _UNUSED_BY_COMPILE = (
     'TRAIN_STEPS = 1',
     'VOCABULARY = None',  # Sizes come from the network config; no tokenizer is built.
 )
-class BatchError(ValueError):
-  """A global batch that the data axis (or the microbatches) does not divide."""
+def load_run(gin_files: Sequence[str], bindings: Sequence[str],
+             devices: Sequence[jax.Device], *, layout: str | None = None,
+             num_partitions: int | None = None, num_slices: int = 1,
+             step: str = 'train') -> run_lib.Run:
+  """The Run the gin files (a model file, optionally a run file) describe, on `devices`.
 
-
-@dataclasses.dataclass
-class Job:
-  """What the gin files say a train step is."""
-  model: Any
-  optimizer: Any
-  schedule: Any
-  batch_size: int
-  lengths: dict[str, int]
-  num_microbatches: int
-  pack: bool
-  config: Any  # the network's TransformerConfig
-
-
-def _macro(name: str, default: Any) -> Any:
-  try:
-    value = gin.query_parameter(f'%{name}')
-  except ValueError:
-    return default
-  if isinstance(value, gin.config.ConfigurableReference):
-    return value.scoped_configurable_fn()
-  return value
-
-
-def load_job(gin_files: Sequence[str], bindings: Sequence[str] = ()) -> Job:
-  """Parses the gin files (a model file, optionally a run file) as the entry points do.
-
-  TASK_FEATURE_LENGTHS and BATCH_SIZE default to 512/512 and 128 when no file binds
-  them; the run file's optimizer (`optimizers.create_optimizer`) is the one compiled.
+  Parsed as the entry points do; TASK_FEATURE_LENGTHS and BATCH_SIZE default to
+  512/512 and 128 when no file binds them. A model left at 'auto' takes the
+  target's profile (a TPU slice: flash attention, full remat), not this machine's.
   """
+  if step not in ('train', 'infer'):
+    raise ValueError(f"--step={step!r}: expected 'train' or 'infer'")
   gin.clear_config()
   gin_utils.parse(list(gin_files), list(_UNUSED_BY_COMPILE) + list(bindings),
                   search_paths=[str(gin_utils.PACKAGE_DIR.parent)], lock=False)
-  model = _macro('MODEL', None)
+  model = gin_utils.query('%MODEL', None)
   if model is None:
     raise gin_utils.GinConfigError(f'No MODEL bound by {list(gin_files)}: pass a model gin '
                                    'file first, e.g. --gin_file=t5_1_1/tiny.gin')
-  lengths = dict(_macro('TASK_FEATURE_LENGTHS', DEFAULT_LENGTHS))
+  lengths = dict(gin_utils.query('%TASK_FEATURE_LENGTHS', DEFAULT_LENGTHS))
   if set(lengths) != {'inputs', 'targets'}:
     raise gin_utils.GinConfigError(f"TASK_FEATURE_LENGTHS={lengths}: a compile needs "
                                    "{'inputs': N, 'targets': M}")
-  batch_size = int(_macro('BATCH_SIZE', DEFAULT_BATCH_SIZE))
-  optimizer, schedule = optimizers.create_optimizer(param_axes=trainer_lib.param_logical_axes(
-      model, _input_shapes(batch_size, lengths)))
-  return Job(model=model, optimizer=optimizer, schedule=schedule,
-             batch_size=batch_size, lengths=lengths,
-             num_microbatches=int(_macro('NUM_MICROBATCHES', 1)),
-             pack=bool(_macro('PACK', False)), config=getattr(model.module, 'config', None))
+  partitioner = make_partitioner(devices, layout, num_partitions, num_slices)
+  return run_lib.resolve(
+      model, partitioner, batch_size=int(gin_utils.query('%BATCH_SIZE', DEFAULT_BATCH_SIZE)),
+      lengths=lengths, pack=bool(gin_utils.query('%PACK', False)),
+      num_microbatches=int(gin_utils.query('%NUM_MICROBATCHES', 1)) if step == 'train' else 1)
 
 
 @dataclasses.dataclass
@@ -112,45 +89,15 @@ def target(topology: str, num_slices: int | None = None) -> Target:
 def make_partitioner(devices: Sequence[jax.Device], layout: str | None = None,
                      num_partitions: int | None = None, num_slices: int = 1
                      ) -> partitioning.Partitioner:
-  """The gin-configured Partitioner on `devices`, with what it supports of the rest.
-
-  `layout` and `num_slices` reach a Partitioner that has layout presets; without
-  them only the data-parallel layout (with NUM_PARTITIONS) exists.
-  """
-  supports = inspect.signature(partitioning.Partitioner.__init__).parameters
+  """The gin-configured Partitioner on `devices`; the flags given replace gin's values."""
   kwargs: dict[str, Any] = {'devices': list(devices)}
   if num_partitions is not None:
     kwargs['num_partitions'] = num_partitions
   if layout is not None:
-    if 'layout' in supports:
-      kwargs['layout'] = layout
-    elif layout != 'data':
-      raise ValueError(f'--layout={layout!r}: this Partitioner has no layout presets '
-                       "(only the data-parallel 'data' layout with NUM_PARTITIONS).")
-  if num_slices > 1 and 'num_slices' in supports:
+    kwargs['layout'] = layout
+  if num_slices > 1:
     kwargs['num_slices'] = num_slices
   return partitioning.Partitioner(**kwargs)
-
-
-def batch_shards(partitioner: partitioning.Partitioner) -> int:
-  """How many ways the batch dimension is split (the data axes of the layout)."""
-  spec = partitioner.data_sharding.spec
-  axes = spec[0] if len(spec) else None
-  if axes is None:
-    return 1
-  axes = (axes,) if isinstance(axes, str) else tuple(axes)
-  return math.prod(partitioner.mesh.shape[a] for a in axes)
-
-
-def check_batch(batch_size: int, num_microbatches: int, shards: int, where: str) -> None:
-  if batch_size % shards:
-    raise BatchError(f'BATCH_SIZE={batch_size} does not divide over the {shards}-way data '
-                     f'axis of {where}; use a multiple of {shards}.')
-  if num_microbatches > 1 and (batch_size % num_microbatches
-                               or (batch_size // num_microbatches) % shards):
-    raise BatchError(f'BATCH_SIZE={batch_size} in NUM_MICROBATCHES={num_microbatches} '
-                     f'microbatches does not give each microbatch a multiple of the '
-                     f'{shards}-way data axis of {where}.')
 
 
 def abstract_batch(batch_size: int, lengths: Mapping[str, int], pack: bool,
@@ -175,47 +122,27 @@ def per_chip_bytes(abstract_tree: Any) -> int:
   return total
 
 
-def _input_shapes(batch_size: int, lengths: dict[str, int]) -> dict[str, tuple[int, int]]:
-  return {'encoder_input_tokens': (batch_size, lengths['inputs']),
-          'decoder_input_tokens': (batch_size, lengths['targets'])}
+def build_trainer(run: run_lib.Run) -> trainer_lib.Trainer:
+  """The run's Trainer with the gin-configured optimizer (the run file's), which
+  factors each parameter by its logical axes."""
+  optimizer, schedule = optimizers.create_optimizer(
+      param_axes=trainer_lib.param_logical_axes(run.model, run.input_shapes))
+  return trainer_lib.Trainer.for_run(run, optimizer, schedule)
 
 
-def build_trainer(job: Job, partitioner: partitioning.Partitioner) -> trainer_lib.Trainer:
-  return trainer_lib.Trainer(job.model, partitioner, job.optimizer, job.schedule,
-                             _input_shapes(job.batch_size, job.lengths),
-                             num_microbatches=job.num_microbatches)
+def compile_step(run: run_lib.Run, *, chip: topology_lib.Chip | None, topology: str,
+                 step: str = 'train') -> compile_report.Report:
+  """Compiles `step` ('train' or 'infer') of `run` for its devices and reports on it."""
+  return compile_trainer(build_trainer(run), run, chip=chip, topology=topology, step=step)
 
 
-def abstract_key() -> jax.ShapeDtypeStruct:
-  """A PRNG key's shape and dtype: lowering on an eager key would place it on a device."""
-  return jax.eval_shape(lambda: jax.random.key(0))
-
-
-def compile_step(job: Job, devices: Sequence[jax.Device], *, chip: topology_lib.Chip | None,
-                 topology: str, layout: str | None = None, step: str = 'train',
-                 num_partitions: int | None = None, num_slices: int = 1) -> compile_report.Report:
-  """Compiles `step` ('train' or 'infer') of `job` for `devices` and reports on it."""
-  if step not in ('train', 'infer'):
-    raise ValueError(f"--step={step!r}: expected 'train' or 'infer'")
-  partitioner = make_partitioner(devices, layout, num_partitions, num_slices)
-  # As the entry points do: a model left at 'auto' takes the target's profile (a TPU
-  # slice: flash attention, full remat), not this machine's.
-  model = platform.resolve_model(job.model, platform.for_mesh(partitioner.mesh))
-  job = dataclasses.replace(job, model=model, config=getattr(model.module, 'config', None))
-  layout_name = getattr(partitioner, 'layout', None) or layout or 'data'
-  check_batch(job.batch_size, job.num_microbatches if step == 'train' else 1,
-              batch_shards(partitioner), f'{topology} (layout {layout_name!r})')
-  return compile_trainer(build_trainer(job, partitioner), job, chip=chip, topology=topology,
-                         step=step)
-
-
-def compile_trainer(trainer: trainer_lib.Trainer, job: Job, *,
+def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
                     chip: topology_lib.Chip | None, topology: str, step: str = 'train'
                     ) -> compile_report.Report:
   """`compile_step` for a Trainer already built on the target's devices."""
   partitioner = trainer.partitioner
   devices = list(partitioner.mesh.devices.flat)
-  layout_name = getattr(partitioner, 'layout', None) or 'data'
+  layout_name = partitioner.layout
   state = trainer.abstract_state()
   params_bytes = per_chip_bytes(state['params'])
   opt_bytes = per_chip_bytes(state['opt_state'])
@@ -224,7 +151,8 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: Job, *,
   start = time.perf_counter()
   try:
     if step == 'train':
-      programs = {'train_step': trainer.compile_train_step(state, batch, abstract_key())}
+      key = run_lib.abstract_key()
+      programs = {'train_step': trainer.compile_train_step(state, batch, key)}
     else:
       programs = _compile_decoding(job, partitioner, state['params'], batch)
   except jax.errors.JaxRuntimeError as e:
@@ -250,15 +178,16 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: Job, *,
   return result
 
 
-def _step_flops(job: Job, step: str) -> dict[str, float]:
+def _step_flops(job: run_lib.Run, step: str) -> dict[str, float]:
   """The train step's model FLOPs, without and with remat's recompute, for the prediction.
 
   Counted from the config (every layer) because XLA's cost model counts a scanned
   stack's body once; none for decoding, whose length the compile does not fix.
   """
-  if step != 'train' or job.config is None:
+  config = getattr(job.model.module, 'config', None)
+  if step != 'train' or config is None:
     return {}
-  shape = (job.config, job.batch_size, job.lengths['inputs'], job.lengths['targets'])
+  shape = (config, job.batch_size, job.lengths['inputs'], job.lengths['targets'])
   return {'model_flops': model_flops.train_step(*shape),
           'executed_flops': model_flops.executed_train_step(*shape)}
 
@@ -266,12 +195,12 @@ def _step_flops(job: Job, step: str) -> dict[str, float]:
 MODEL_OPTIONS = ('remat_policy', 'attention', 'scan_layers')
 
 
-def model_options(job: Job) -> dict[str, Any]:
-  return {name: getattr(job.config, name) for name in MODEL_OPTIONS
-          if hasattr(job.config, name)}
+def model_options(job: run_lib.Run) -> dict[str, Any]:
+  config = getattr(job.model.module, 'config', None)
+  return {name: getattr(config, name) for name in MODEL_OPTIONS if hasattr(config, name)}
 
 
-def _compile_decoding(job: Job, partitioner: partitioning.Partitioner, params: Any,
+def _compile_decoding(job: run_lib.Run, partitioner: partitioning.Partitioner, params: Any,
                       batch: Mapping[str, jax.ShapeDtypeStruct]) -> dict[str, Any]:
   """The decode as `Inference` runs it: the encoder, then the decoding loop."""
   encode, loop = job.model.decoding_programs()
@@ -284,5 +213,5 @@ def _compile_decoding(job: Job, partitioner: partitioning.Partitioner, params: A
         lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
         jax.eval_shape(encode, params, inputs), encoder.output_shardings)
     decoder = jax.jit(loop, out_shardings=(partitioner.data_sharding,) * 2).lower(
-        params, inputs, encoded, cache, abstract_key()).compile()
+        params, inputs, encoded, cache, run_lib.abstract_key()).compile()
   return {'encoder': encoder, 'loop': decoder}

@@ -18,6 +18,7 @@ import sys
 from typing import Sequence
 
 from crosstask import records
+from crosstask.runtime import console
 from crosstask.runtime.checkpoints import STEP_PREFIX
 
 
@@ -58,10 +59,10 @@ def main(argv: Sequence[str] | None = None) -> str:
   args = parser.parse_args(argv)
   scores = scores_by_step(args.model_dir, args.metric)
   for step, value in scores.items():
-    print(f'step {step}: {args.metric} {value:.4f}')
+    console.say(f'step {step}: {args.metric} {value:.4f}')
   step, value = best_step(args.model_dir, args.metric, args.lower_is_better)
   path = os.path.join(os.path.abspath(args.model_dir), f'{STEP_PREFIX}_{step}')
-  print(f'best: step {step} ({args.metric} {value:.4f})\n{path}')
+  console.say(f'best: step {step} ({args.metric} {value:.4f})\n{path}')
   return path
 
 

@@ -253,13 +253,6 @@ def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
   return ds
 
 
-def model_input_shapes(cfg: DatasetConfig) -> dict[str, tuple[int, int]]:
-  """Shapes the model is initialised with: the global batch at the converted lengths."""
-  lengths = feature_converter(False).get_model_feature_lengths(dict(cfg.task_feature_lengths))
-  return {k: (cfg.batch_size, v) for k, v in lengths.items()
-          if k in ('encoder_input_tokens', 'decoder_input_tokens')}
-
-
 def numpy_batches(ds) -> Iterator[dict[str, np.ndarray]]:
   for batch in ds.as_numpy_iterator():
     yield {k: np.asarray(v) for k, v in batch.items()}

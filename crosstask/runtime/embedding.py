@@ -13,19 +13,15 @@ import jax
 import numpy as np
 
 from crosstask.runtime import batching, checkpoints, partitioning, restoring
+from crosstask.runtime import run as run_lib
 
 POOLINGS = ('mean', 'first')
 
 
-def restore_params(model: Any, partitioner: partitioning.Partitioner,
-                   cfg: checkpoints.RestoreCheckpointConfig) -> tuple[Any, Any, str]:
-  """(params, their shardings, state dir) of the newest checkpoint `cfg` selects.
-
-  No dataset is involved, so the template is built from a tiny dummy batch.
-  """
-  abstract, shardings = restoring.param_template(
-      model, partitioner, {'encoder_input_tokens': (partitioner.data_size, 8),
-                           'decoder_input_tokens': (partitioner.data_size, 1)})
+def restore_params(run: run_lib.Run, cfg: checkpoints.RestoreCheckpointConfig
+                   ) -> tuple[Any, Any, str]:
+  """(params, their shardings, state dir) of the newest checkpoint `cfg` selects."""
+  abstract, shardings = run.abstract_params()
   if cfg.mode == 'all':  # One checkpoint is used: the newest.
     cfg = dataclasses.replace(cfg, mode='latest')
   (_, state_dir), = restoring.checkpoint_dirs(cfg)

@@ -2,7 +2,7 @@
 
 import gin
 
-from crosstask.runtime import checkpoints, evaluation, gin_utils, progress, restoring
+from crosstask.runtime import checkpoints, console, evaluation, gin_utils, progress, restoring
 
 
 @gin.configurable(module='eval_script')
@@ -26,5 +26,5 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
   for step, state_dir in restoring.checkpoint_dirs(job.restore_checkpoint_cfg):
     params = checkpoints.load_params(state_dir, abstract_params)
     results[step] = evaluator.evaluate(runner, params, step)
-    print(f'{state_dir}: {results[step]}', flush=True)
+    console.say(f'{state_dir}: {results[step]}')
   return results

@@ -18,6 +18,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from crosstask.runtime import console
+
 # What a shell reports for a process ended by SIGTERM (128 + 15): schedulers that
 # requeue preempted jobs treat the clean, checkpointed exit like the signal itself.
 PREEMPTED_EXIT_CODE = 143
@@ -95,7 +97,7 @@ class ModelDirLock:
         owner = self._read()
         if owner is None or (owner.get('host') == me['host']
                              and not _pid_alive(int(owner.get('pid', -1)))):
-          print(f'Taking over the stale lock {self.path} (left by {owner}).', flush=True)
+          console.warn(f'Taking over the stale lock {self.path} (left by {owner}).')
           os.remove(self.path)
           continue
         when = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(owner.get('started', 0)))

@@ -9,7 +9,7 @@ import logging
 import os
 import pathlib
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 import gin
 
@@ -34,7 +34,15 @@ USAGE = """Runs {what} configured by gin, as T5X does:
   --gin.NAME=VALUE         a binding or macro, e.g. --gin.MODEL_DIR="'/tmp/run'"
   --gin_bindings=BINDING   the same, T5X's older spelling
   --gin_search_paths=DIRS  extra comma-separated directories for gin files
-  --tfds_data_dir=DIR      where TFDS-backed tasks find their data"""
+  --tfds_data_dir=DIR      where TFDS-backed tasks find their data
+  --verbose                keep TensorFlow's start-up lines and library warnings
+{run_dir}"""
+
+
+RUN_DIR_USAGE = """  --run_dir=DIR            a trained run (its MODEL_DIR): its saved config gives the
+                           model, vocabulary, task and lengths; the flags above
+                           change what differs. Checkpoints from DIR, output to DIR/<job>
+"""
 
 
 class GinConfigError(ValueError):
@@ -136,6 +144,23 @@ def parse(files: Sequence[str], bindings: Sequence[str],
                          f'file; files parsed: {list(files)}') from e
 
 
+_NO_DEFAULT = object()
+
+
+def query(selector: str, default: Any = _NO_DEFAULT) -> Any:
+  """What a parsed binding or macro ('%MODEL') evaluates to: a configurable reference
+  is called, as gin would when passing it; `default` where nothing binds it."""
+  try:
+    value = gin.query_parameter(selector)
+  except ValueError:
+    if default is _NO_DEFAULT:
+      raise
+    return default
+  if isinstance(value, gin.config.ConfigurableReference):
+    return value.scoped_configurable_fn()
+  return value
+
+
 def call_configured(fn, what: str):
   """Calls a configured function; a required argument gin never got is named clearly."""
   try:
@@ -172,25 +197,31 @@ def write_operative_config(model_dir: str) -> None:
 
 
 def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
-             job: str | None = None) -> None:
+             job: str | None = None, saved_run_job=None) -> None:
   """Entry-point body: parse the command line, apply side flags, call `fn` via gin.
 
   `job` ('train', or 'infer' for decoding, scoring and embedding) applies the
   platform profile (`platform`): the host allocator's settings before JAX starts,
   then, once gin is parsed, the PRNG implementation and compilation cache. None
-  leaves the process as it is.
+  leaves the process as it is. `saved_run_job` (a `saved_run.JobFiles`) lets the
+  command take `--run_dir=DIR`, a trained run whose saved config it starts from.
   """
+  from crosstask.runtime import console, platform  # pylint: disable=import-outside-toplevel
   argv = sys.argv[1:] if argv is None else list(argv)
+  verbose = '--verbose' in argv
+  argv = [a for a in argv if a != '--verbose']
+  platform.quiet_startup(verbose)
   if not argv or argv[0] in ('-h', '--help', 'help'):
-    print(USAGE.format(what=what))
+    console.say(USAGE.format(what=what,
+                             run_dir='' if saved_run_job is None else RUN_DIR_USAGE))
     if not argv:
       raise SystemExit(2)
     return
   files, bindings, paths, other = split_args(argv)
   tfds_data_dir = other.pop('tfds_data_dir', None)
+  run_dir = other.pop('run_dir', None) if saved_run_job is not None else None
   if other:
     raise SystemExit(f'Unknown flags: {", ".join("--" + k for k in other)}')
-  from crosstask.runtime import platform  # pylint: disable=import-outside-toplevel
   if job is not None:
     try:  # Before TF's or JAX's threads first allocate.
       logging.info('host malloc: %s', platform.prepare_host(job))
@@ -200,6 +231,8 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     import seqio
     seqio.set_tfds_data_dir_override(tfds_data_dir)
   try:
+    if run_dir is not None:
+      files, bindings = saved_run_job.arguments(run_dir, files, bindings)
     parse(files, bindings, paths)
     from crosstask.runtime import partitioning
     partitioning.initialize_distributed()
@@ -213,14 +246,14 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     for model_dir in _OUTPUT_DIRS:
       write_operative_config(model_dir)
   except GinConfigError as e:
-    print(f'ERROR: {e}', file=sys.stderr)
+    console.error(str(e))
     raise SystemExit(2)
   except Exception as e:  # pylint: disable=broad-except
     from crosstask.runtime import faults  # What a run meets, said without a traceback.
     if isinstance(e, faults.Preempted):
-      print(e, flush=True)
+      console.say(str(e))
       raise SystemExit(faults.PREEMPTED_EXIT_CODE)
     if isinstance(e, faults.EXPECTED_FAULTS):
-      print(f'ERROR: {e}', file=sys.stderr)
+      console.error(str(e))
       raise SystemExit(1)
     raise

@@ -7,7 +7,7 @@ import os
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, data, fingerprint, gin_utils, restoring
+from crosstask.runtime import checkpoints, console, data, fingerprint, gin_utils, restoring
 
 
 def _text(ex: dict, key: str, vocab) -> str:
@@ -73,5 +73,5 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
             'fingerprint': task_fingerprint,
         }, ensure_ascii=False) + '\n')
     written.append(path)
-    print(f'Wrote {len(preds)} predictions to {path}', flush=True)
+    console.say(f'Wrote {len(preds)} predictions to {path}')
   return written

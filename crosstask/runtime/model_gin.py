@@ -20,7 +20,7 @@ import jax
 
 from crosstask.models import hf_import
 from crosstask.models.config import TransformerConfig
-from crosstask.runtime import gin_utils
+from crosstask.runtime import console, gin_utils
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -39,23 +39,17 @@ def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> N
                   lock=False)
 
 
-def _evaluate(selector: str):
-  reference = gin.query_parameter(selector)
-  return reference.scoped_configurable_fn() if hasattr(reference, "scoped_configurable_fn") \
-      else reference
-
-
 def config_from_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()
                     ) -> TransformerConfig:
   """The TransformerConfig bound to `network.Transformer.config` by the gin files."""
   parse_gin(gin_files, bindings)
-  return _evaluate("crosstask.models.network.Transformer.config")
+  return gin_utils.query("crosstask.models.network.Transformer.config")
 
 
 def model_from_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()):
   """The EncoderDecoderModel bound to the MODEL macro."""
   parse_gin(gin_files, bindings)
-  return _evaluate("%MODEL")
+  return gin_utils.query("%MODEL")
 
 
 def param_count(config: TransformerConfig) -> int:
@@ -67,7 +61,7 @@ def param_count(config: TransformerConfig) -> int:
 def print_param_count(gin_file: str, bindings: Sequence[str] = ()) -> int:
   """Prints and returns the parameter count of a gin model file."""
   count = param_count(config_from_gin(gin_file, bindings))
-  print(f"{gin_file}: {count:,} parameters ({count / 1e6:.1f}M)")
+  console.say(f"{gin_file}: {count:,} parameters ({count / 1e6:.1f}M)")
   return count
 
 

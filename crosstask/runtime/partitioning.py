@@ -105,6 +105,13 @@ def mesh_shapes(layout: str, num_devices: int, num_partitions: int = 1,
   return ici, (num_slices, 1, 1)
 
 
+def batch_shards(layout: str, num_devices: int, num_partitions: int = 1,
+                 num_slices: int = 1) -> int:
+  """How many ways a batch splits under `layout` (the 'data' x 'fsdp' axes), from sizes only."""
+  ici, dcn = mesh_shapes(layout, num_devices, num_partitions, num_slices)
+  return ici[0] * dcn[0] * ici[1] * dcn[1]
+
+
 def _single_slice_grid(shape: Sequence[int], devices: Sequence[Any]) -> np.ndarray:
   """mesh_utils' topology-aware order; the devices as listed where it refuses them."""
   try:
@@ -231,12 +238,24 @@ class Partitioner:
             f'it; XLA would silently replicate or pad it. Choose NUM_PARTITIONS '
             f'(Partitioner.num_partitions) or LAYOUT (Partitioner.layout) so that it divides.')
 
-  def check_batch(self, global_batch: int, what: str = 'BATCH_SIZE') -> None:
-    """Refuses a global batch the data-parallel axes do not split evenly."""
-    if global_batch % self.data_size:
+  def check_batch(self, global_batch: int, what: str = 'BATCH_SIZE', *,
+                  num_microbatches: int = 1) -> None:
+    """Refuses a global batch (or its microbatches) the data-parallel axes do not split
+    evenly: the one place this is decided (`run.resolve` asks it once per run)."""
+    n = self.data_size
+    if global_batch % n:
       raise ValueError(
-          f'{what}={global_batch} (the global batch) does not divide over the '
-          f"{self.data_size} batch shards of {self.describe()} (axes 'data' x 'fsdp').")
+          f'{what}={global_batch} (the global batch) does not divide over the {n} batch '
+          f"shards of {self.describe()} (the {n}-way data axes 'data' x 'fsdp'); use a "
+          f'multiple of {n}.')
+    if num_microbatches < 1 or global_batch % num_microbatches:
+      raise ValueError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
+                       f'split the batch of {global_batch} into equal microbatches.')
+    if (global_batch // num_microbatches) % n:
+      raise ValueError(
+          f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) splits the batch of '
+          f'{global_batch} into microbatches of {global_batch // num_microbatches} rows, which '
+          f'do not divide over the {n} batch shards of {self.describe()}.')
 
   @functools.cached_property
   def _host_shards(self) -> dict[int, frozenset[int]]:

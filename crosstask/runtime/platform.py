@@ -13,12 +13,18 @@ The entry points call `prepare_host(job)` before anything starts threads (the al
 settings must precede the first allocations, so that step reads only the
 environment), then `apply(profile())` once gin is parsed (PRNG and compilation cache).
 
+The console settings live here too: `quiet_startup` keeps TensorFlow's start-up lines
+and library warnings a user cannot act on off the console unless `--verbose`.
+
 This module imports JAX only inside its functions: `prepare_host` runs before it starts.
 """
 
+import contextlib
 import copy
 import dataclasses
 import glob
+import importlib.abc
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import logging
@@ -246,3 +252,78 @@ def raise_if_options_refused(error: Exception, binding: str,
   if options and any(name in str(error) for name in options):
     raise ValueError(f'{binding}={dict(options)!r} (set it to {{}} for XLA\'s defaults): '
                      f'{error}') from error
+
+
+# Library log lines that name nothing a user of the command lines can change: SeqIO's
+# advice on its own sequence-length and caching arguments, which the runtime sets.
+UNACTIONABLE_WARNINGS = (
+    'Given sequence lengths',          # seqio.Evaluator: lengths longer/shorter than needed
+    'Using an uncached FunctionDataset',  # seqio: shuffling an uncached source
+    "'logger_cls' is empty",           # seqio.Evaluator: the runtime writes its own records
+)
+
+
+class _DropUnactionable(logging.Filter):
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not (record.levelno < logging.ERROR
+                and str(record.msg).startswith(UNACTIONABLE_WARNINGS))
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+  """File descriptor 2 to /dev/null: C++ libraries write there, past Python's sys.stderr."""
+  sys.stderr.flush()
+  saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+  os.dup2(devnull, 2)
+  try:
+    yield
+  finally:
+    os.dup2(saved, 2)
+    os.close(saved)
+    os.close(devnull)
+
+
+class _SilentLoader(importlib.abc.Loader):
+  """Runs a module's import with stderr silenced."""
+
+  def __init__(self, loader: importlib.abc.Loader):
+    self._loader = loader
+
+  def create_module(self, spec):
+    return self._loader.create_module(spec)
+
+  def exec_module(self, module) -> None:
+    with _stderr_silenced():
+      self._loader.exec_module(module)
+
+
+class _SilentTensorFlowImport(importlib.abc.MetaPathFinder):
+  """Finds `tensorflow` as Python would, and imports it silently, whenever it comes.
+
+  TensorFlow 2.21 logs oneDNN and CUDA-stub lines from C++ before absl's logging is
+  initialised, which TF_CPP_MIN_LOG_LEVEL does not reach; they go out at import.
+  """
+
+  def find_spec(self, name, path, target=None):
+    if name != 'tensorflow':
+      return None
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    if spec is not None and spec.loader is not None:
+      spec.loader = _SilentLoader(spec.loader)
+    return spec
+
+
+def quiet_startup(verbose: bool = False) -> None:
+  """Keeps start-up noise and unactionable library warnings off the console.
+
+  Call first in an entry point, before TensorFlow is imported: TensorFlow's C++
+  log level is read from the environment when it loads. `verbose` leaves
+  everything as the libraries have it.
+  """
+  if verbose:
+    return
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # C++ errors only
+  logging.getLogger('absl').addFilter(_DropUnactionable())
+  if 'tensorflow' not in sys.modules and not any(
+      isinstance(f, _SilentTensorFlowImport) for f in sys.meta_path):
+    sys.meta_path.insert(0, _SilentTensorFlowImport())

@@ -10,11 +10,10 @@ import dataclasses
 import time
 from typing import Any, Mapping, Sequence
 
-from absl import logging
 import jax
 import numpy as np
 
-from crosstask.runtime import topology
+from crosstask.runtime import console, topology
 
 GIB = topology.GIB
 
@@ -94,7 +93,7 @@ class Progress:
   """Averages step metrics between reports and derives steps/s, tokens/s and ETA."""
 
   def __init__(self, total_steps: int, start_step: int, writer, every: int = 10,
-               echo=print, hw: Hardware | None = None):
+               echo=console.say, hw: Hardware | None = None):
     self.total, self.every, self.writer, self.echo = total_steps, every, writer, echo
     self.hw = hw
     self._t, self._step0, self._pending = time.time(), start_step, []
@@ -140,7 +139,5 @@ class Progress:
             f'{tokens:.0f} tokens/s  ETA {eta:.0f}s')
     if accelerator:
       line += '  ' + describe_accelerator(accelerator)
-    if jax.process_index() == 0:
-      self.echo(line, flush=True)
-    logging.info(line)
+    self.echo(line)
     self._t, self._step0, self._pending = now, step, []

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from crosstask.runtime import batching, checkpoints, embedding, partitioning
+from crosstask.runtime import run as run_lib
 
 
 class TargetScorer:
@@ -61,10 +62,10 @@ def target_log_likelihoods(model: Any, restore_checkpoint_cfg: checkpoints.Resto
                            targets: Mapping[str, str], batch_size: int, max_length: int
                            ) -> tuple[dict[str, np.ndarray], str]:
   """{name: log P(target | text) per text} for each named target, and the checkpoint read."""
-  partitioner = partitioner or partitioning.Partitioner()
-  params, param_shardings, state_dir = embedding.restore_params(model, partitioner,
-                                                                restore_checkpoint_cfg)
-  scorer = TargetScorer(model, partitioner, param_shardings, batch_size)
+  run = run_lib.resolve(model, partitioner, batch_size=batch_size,
+                        lengths={'inputs': max_length, 'targets': 64}, pads_batch=True)
+  params, param_shardings, state_dir = embedding.restore_params(run, restore_checkpoint_cfg)
+  scorer = TargetScorer(run.model, run.partitioner, param_shardings, run.batch_size)
   in_vocab, out_vocab = model.input_vocabulary, model.output_vocabulary
   tokens = [encode(in_vocab, t, max_length) for t in texts]
   out = {name: scorer.score(params, tokens, encode(out_vocab, target, 64), max_length)

@@ -1,4 +1,4 @@
-"""What the eval, infer and embedding jobs share: checkpoint selection, parameter templates.
+"""What the eval, infer and embedding jobs share: their job around a Run, checkpoint selection.
 
 Kept apart so that sibling jobs import this module rather than each other.
 """
@@ -10,11 +10,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import flax.linen as nn
 import gin
-import jax
 
-from crosstask.runtime import checkpoints, data, inference, partitioning, platform
+from crosstask.runtime import checkpoints, data, inference, partitioning
+from crosstask.runtime import run as run_lib
 
 
 # (names the run trains on or its checkpoint was trained on, reported task, split) ->
@@ -41,35 +40,39 @@ def trained_on(checkpoint_path: str | os.PathLike | None) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointJob:
-  """The parameters T5X's eval and infer scripts share, resolved for this platform.
+  """The parameters T5X's eval and infer scripts share, around the resolved Run.
 
-  `model` has its 'auto' attention and remat chosen for `partitioner`'s mesh, and
-  `dataset_cfg` is checked against the model's vocabulary. `prompt_with_targets`
-  (T5X's name) forces each example's targets as its decoder prompt: for tasks whose
-  targets are a prompt only (CiteSum's "This paper" on SciTLDR). `num_decodes` is
-  the beam size when the model decodes with beam search.
+  `prompt_with_targets` (T5X's name) forces each example's targets as its decoder
+  prompt: for tasks whose targets are a prompt only (CiteSum's "This paper" on
+  SciTLDR). `num_decodes` is the beam size when the model decodes with beam search.
   """
-  model: Any
-  dataset_cfg: data.DatasetConfig
+  run: run_lib.Run
   restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig
-  partitioner: partitioning.Partitioner
   output_dir: str
   num_examples: int | None
   prompt_with_targets: bool
   num_decodes: int
 
+  @property
+  def dataset_cfg(self) -> data.DatasetConfig:
+    """The split the job reads, naming the task for the model's vocabulary."""
+    return self.run.dataset('eval')
+
   def inference_runner(self) -> tuple[Any, inference.Inference]:
-    """(abstract parameters to restore into, the runner), as `inference_runner` gives."""
-    return inference_runner(self.model, self.partitioner, self.dataset_cfg,
-                            prompt_with_targets=self.prompt_with_targets,
-                            num_decodes=self.num_decodes)
+    """(abstract parameters to restore into, the runner that decodes and scores with them)."""
+    abstract, shardings = self.run.abstract_params()
+    return abstract, inference.Inference(self.run.model, self.run.partitioner, shardings,
+                                         self.run.batch_size,
+                                         prompt_with_targets=self.prompt_with_targets,
+                                         num_decodes=self.num_decodes)
 
 
-def checkpoint_job(run: Callable[[CheckpointJob], Any]) -> Callable[..., Any]:
-  """`run(job)` as a job with T5X's keyword parameters, to make gin-configurable.
+def checkpoint_job(job_fn: Callable[[CheckpointJob], Any]) -> Callable[..., Any]:
+  """`job_fn(job)` as a job with T5X's keyword parameters, to make gin-configurable.
 
-  The parameters are `CheckpointJob`'s fields (`partitioner` None: the default
-  Partitioner); the returned function keeps `run`'s name and docstring. An entry
+  The parameters are T5X's (model, dataset_cfg, restore_checkpoint_cfg, partitioner
+  (None: the default Partitioner), output_dir, num_examples, prompt_with_targets,
+  num_decodes); the returned function keeps `job_fn`'s name and docstring. An entry
   point passes `report_guard`: it sees what the checkpoint was trained on and the
   task and split reported before anything is read.
   """
@@ -83,50 +86,20 @@ def checkpoint_job(run: Callable[[CheckpointJob], Any]) -> Callable[..., Any]:
           prompt_with_targets: bool = False,
           num_decodes: int = 1,
           report_guard: ReportGuard | None = None):
-    partitioner = partitioner or partitioning.Partitioner()
-    model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-    dataset_cfg = data.check_run_vocabulary(model, dataset_cfg)  # Registers its tasks.
+    run = run_lib.resolve(model, partitioner, datasets={'eval': dataset_cfg}, pads_batch=True)
     if report_guard is not None:
-      report_guard(trained_on(restore_checkpoint_cfg.path), dataset_cfg.mixture_or_task_name,
-                   dataset_cfg.split)
-    return run(CheckpointJob(
-        model=model, dataset_cfg=dataset_cfg,
-        restore_checkpoint_cfg=restore_checkpoint_cfg, partitioner=partitioner,
-        output_dir=output_dir, num_examples=num_examples,
-        prompt_with_targets=prompt_with_targets, num_decodes=num_decodes))
+      reported = run.dataset('eval')
+      report_guard(trained_on(restore_checkpoint_cfg.path), reported.mixture_or_task_name,
+                   reported.split)
+    return job_fn(CheckpointJob(
+        run=run, restore_checkpoint_cfg=restore_checkpoint_cfg, output_dir=output_dir,
+        num_examples=num_examples, prompt_with_targets=prompt_with_targets,
+        num_decodes=num_decodes))
 
-  # Not functools.wraps: gin reads the parameters of `job`, not of `run`.
+  # Not functools.wraps: gin reads the parameters of `job`, not of `job_fn`.
   for attr in ('__module__', '__name__', '__qualname__', '__doc__'):
-    setattr(job, attr, getattr(run, attr))
+    setattr(job, attr, getattr(job_fn, attr))
   return job
-
-
-def param_template(model: Any, partitioner: partitioning.Partitioner,
-                   input_shapes: Mapping[str, tuple[int, ...]]) -> tuple[Any, Any]:
-  """(abstract parameters carrying their shardings, the shardings) to restore into.
-
-  Shapes come from `jax.eval_shape` of the model's initializer and placements
-  from the parameters' logical axes, so nothing is allocated or compiled and no
-  optimizer is involved: restoring for inference needs the parameters only.
-  Parameter shapes do not depend on `input_shapes`; the initializer needs some.
-  """
-  boxed = jax.eval_shape(lambda rng: model.get_initial_variables(rng, input_shapes)['params'],
-                         jax.random.key(0))
-  with partitioner.context():
-    shardings = partitioner.logical_to_sharding(boxed)
-  abstract = jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
-                          nn.unbox(boxed), shardings)
-  return abstract, shardings
-
-
-def inference_runner(model: Any, partitioner: partitioning.Partitioner,
-                     cfg: data.DatasetConfig, *, prompt_with_targets: bool = False,
-                     num_decodes: int = 1) -> tuple[Any, inference.Inference]:
-  """(abstract parameters to restore into, the runner that decodes and scores with them)."""
-  abstract, shardings = param_template(model, partitioner, data.model_input_shapes(cfg))
-  return abstract, inference.Inference(model, partitioner, shardings, cfg.batch_size,
-                                       prompt_with_targets=prompt_with_targets,
-                                       num_decodes=num_decodes)
 
 
 def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int, str]]:

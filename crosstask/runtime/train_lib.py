@@ -7,17 +7,18 @@ folded into the dropout key, so a killed-and-resumed run matches an
 uninterrupted one.
 """
 
+import dataclasses
 import os
 from typing import Any, Callable
 
-from absl import logging
 import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import batching, checkpoints, data, faults, gin_utils, inference
-from crosstask.runtime import input_state, model_flops
-from crosstask.runtime import optimizers, partitioning, platform, progress, restoring
+from crosstask.runtime import batching, checkpoints, console, data, faults, gin_utils
+from crosstask.runtime import inference, input_state, model_flops
+from crosstask.runtime import optimizers, partitioning, progress, restoring
+from crosstask.runtime import run as run_lib
 from crosstask.runtime import trainer as trainer_lib
 
 
@@ -79,40 +80,57 @@ def train(*,
   """
   model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
-  # Each config then names the task registered for the model's vocabulary.
-  train_dataset_cfg = data.check_run_vocabulary(model, train_dataset_cfg)
-  if train_eval_dataset_cfg is not None:
-    train_eval_dataset_cfg = data.check_run_vocabulary(model, train_eval_dataset_cfg)
-  if infer_eval_dataset_cfg is not None:
-    infer_eval_dataset_cfg = data.check_run_vocabulary(model, infer_eval_dataset_cfg)
+  run = run_lib.resolve(model, partitioner,
+                        datasets={'train': train_dataset_cfg,
+                                  'train_eval': train_eval_dataset_cfg,
+                                  'infer_eval': infer_eval_dataset_cfg},
+                        num_microbatches=num_microbatches)
   if report_guard is not None:  # The tasks are registered now.
-    trained = [train_dataset_cfg.mixture_or_task_name] + restoring.trained_on(
+    trained = [run.dataset('train').mixture_or_task_name] + restoring.trained_on(
         restore_checkpoint_cfg.path if restore_checkpoint_cfg else None)
-    for cfg in (train_eval_dataset_cfg, infer_eval_dataset_cfg):
+    for role in ('train_eval', 'infer_eval'):
+      cfg = run.dataset(role)
       if cfg is not None:
         report_guard(trained, cfg.mixture_or_task_name, cfg.split)
+  job = TrainJob(run=run, model_dir=model_dir, total_steps=total_steps,
+                 checkpoint_cfg=checkpoint_cfg or checkpoints.SaveCheckpointConfig(),
+                 restore_checkpoint_cfg=restore_checkpoint_cfg, optimizer_fn=optimizer_fn,
+                 eval_period=eval_period, eval_steps=eval_steps, random_seed=random_seed,
+                 log_every=log_every, summarize_config_fn=summarize_config_fn)
   with faults.ModelDirLock(model_dir), faults.PreemptionWatcher() as preemption:
-    return _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
-                  checkpoint_cfg or checkpoints.SaveCheckpointConfig(), restore_checkpoint_cfg,
-                  partitioner or partitioning.Partitioner(), optimizer_fn, model_dir,
-                  total_steps, eval_period, eval_steps, random_seed, num_microbatches,
-                  log_every, summarize_config_fn, preemption)
+    return _train(job, preemption)
 
 
-def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_cfg,
-           checkpoint_cfg, restore_checkpoint_cfg, partitioner, optimizer_fn, model_dir,
-           total_steps, eval_period, eval_steps, random_seed, num_microbatches, log_every,
-           summarize_config_fn, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
-  # The model's 'auto' attention and remat become the platform's choices.
-  model = platform.resolve_model(model, platform.for_mesh(partitioner.mesh))
-  input_shapes = data.model_input_shapes(train_dataset_cfg)
-  tx, schedule = optimizer_fn(
-      param_axes=trainer_lib.param_logical_axes(model, input_shapes))
-  trainer = trainer_lib.Trainer(model, partitioner, tx, schedule, input_shapes,
-                                num_microbatches=num_microbatches)
+@dataclasses.dataclass(frozen=True)
+class TrainJob:
+  """A training run: the resolved Run and what `train` adds to it (its arguments)."""
+  run: run_lib.Run
+  model_dir: str
+  total_steps: int
+  checkpoint_cfg: checkpoints.SaveCheckpointConfig
+  restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig | None
+  optimizer_fn: Callable[..., tuple]
+  eval_period: int
+  eval_steps: int
+  random_seed: int
+  log_every: int
+  summarize_config_fn: Callable[..., None]
+
+
+def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, dict]:
+  run, model_dir, total_steps = job.run, job.model_dir, job.total_steps
+  model, partitioner = run.model, run.partitioner
+  train_dataset_cfg = run.dataset('train')
+  train_eval_dataset_cfg = run.dataset('train_eval')
+  infer_eval_dataset_cfg = run.dataset('infer_eval')
+  checkpoint_cfg, restore_checkpoint_cfg = job.checkpoint_cfg, job.restore_checkpoint_cfg
+  eval_period = job.eval_period
+  tx, schedule = job.optimizer_fn(
+      param_axes=trainer_lib.param_logical_axes(model, run.input_shapes))
+  trainer = trainer_lib.Trainer.for_run(run, tx, schedule)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
-  summarize_config_fn(model_dir, writer, 0)
+  job.summarize_config_fn(model_dir, writer, 0)
   partitioning.wait_for_all_processes('crosstask_train_setup')
   mgr = checkpoints.manager(model_dir, checkpoint_cfg)
   latest = mgr.latest_step()
@@ -120,15 +138,15 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   if latest is not None:
     state, saved = checkpoints.restore_with_progress(mgr, latest, trainer.abstract_state())
     consumed, skipped = saved['batches_consumed'], saved.get('skipped_nonfinite', 0)
-    print(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at step '
-          f'{latest} after {consumed} batches.', flush=True)
+    console.say(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at '
+                f'step {latest} after {consumed} batches.')
   elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
     params = checkpoints.load_params(restore_checkpoint_cfg.path, trainer.abstract_params())
     state = trainer.state_from_params(params)
     del params  # Donated to the state; no second copy for the run.
-    print(f'Initialised parameters from {restore_checkpoint_cfg.path}.', flush=True)
+    console.say(f'Initialised parameters from {restore_checkpoint_cfg.path}.')
   else:
-    state = trainer.init_state(random_seed)
+    state = trainer.init_state(job.random_seed)
   start = int(jax.device_get(state['step']))
 
   train_eval = infer_eval = runner = None
@@ -141,7 +159,7 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
                                  infer_eval_dataset_cfg.batch_size)
   if eval_period and train_eval_dataset_cfg is not None:
     train_eval = _teacher_forced_eval(model, partitioner, trainer.param_shardings,
-                                      train_eval_dataset_cfg, eval_steps)
+                                      train_eval_dataset_cfg, job.eval_steps)
     train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
 
   iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed,
@@ -151,12 +169,12 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
   # Placed once as the step expects it (replicated), not re-transferred every step;
   # made by a jitted call, since device_put cannot place onto other hosts' devices.
   with partitioner.context():
-    rng = jax.jit(lambda: jax.random.key(random_seed + 1),
+    rng = jax.jit(lambda: jax.random.key(job.random_seed + 1),
                   out_shardings=partitioner.replicated)()
   report = progress.Progress(
-      total_steps, start, writer, every=log_every,
+      total_steps, start, writer, every=job.log_every,
       hw=progress.hardware(list(partitioner.mesh.devices.flat),
-                           model_flops.of_input_shapes(model, input_shapes)))
+                           model_flops.of_input_shapes(model, run.input_shapes)))
   step = saved_step = start
   pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).
 
@@ -202,18 +220,18 @@ def _train(model, train_dataset_cfg, train_eval_dataset_cfg, infer_eval_dataset_
           m = train_eval(state['params'])
           train_eval_writer.write_scalars(step, {f'training_eval/{k}': v for k, v in m.items()})
           train_eval_writer.flush()
-          print(f'step {step} training_eval ' + ' '.join(f'{k} {v:.4f}' for k, v in m.items()),
-                flush=True)
+          console.say(f'step {step} training_eval '
+                      + ' '.join(f'{k} {v:.4f}' for k, v in m.items()))
         if infer_eval is not None and infer_eval.has_tasks:
           res = infer_eval.evaluate(runner, state['params'], step)
-          print(f'step {step} inference_eval {res}', flush=True)
+          console.say(f'step {step} inference_eval {res}')
     check_pending()
   finally:
     mgr.wait_until_finished()  # Saves already started are good steps: let them finish.
     mgr.close()
     writer.close()
   if skipped:
-    print(f'Skipped {skipped} batches with a non-finite loss.', flush=True)
+    console.say(f'Skipped {skipped} batches with a non-finite loss.')
   return step, report.last  # The final step is always a report step.
 
 
@@ -231,13 +249,13 @@ def _input_stream(cfg: data.DatasetConfig, mgr, latest: int | None, consumed: in
   if checkpoints.has_input_state(mgr, latest):
     try:
       checkpoints.restore_input(mgr, latest, iterator)
-      print(f'Restored the input position of step {latest} (no batch re-read).', flush=True)
+      console.say(f'Restored the input position of step {latest} (no batch re-read).')
       return iterator
     except Exception as e:  # pylint: disable=broad-except  A changed pipeline, say.
-      logging.warning('Could not restore the input position of step %d (%s); skipping %d '
-                      'batches instead.', latest, e, consumed)
-  print(f'Skipping {consumed} consumed batches to reach the input position of step {latest}.',
-        flush=True)
+      console.warn(f'Could not restore the input position of step {latest} ({e}); skipping '
+                   f'{consumed} batches instead.')
+  console.say(f'Skipping {consumed} consumed batches to reach the input position of step '
+              f'{latest}.')
   return iter(data.get_dataset(cfg, num_epochs=None, skip_batches=consumed, host_input=host))
 
 
@@ -245,9 +263,9 @@ def _saves_input(cfg: data.DatasetConfig, iterator) -> bool:
   """Whether the iterator's state can be saved (probed once it has produced a batch)."""
   reason = input_state.why_not_checkpointable(iterator)
   if reason is not None:
-    logging.warning('The input pipeline of %r cannot save its position (%s); a restart will '
-                    're-read the batches it consumed to skip them.',
-                    cfg.mixture_or_task_name, reason)
+    console.warn(f'The input pipeline of {cfg.mixture_or_task_name!r} cannot save its '
+                 f'position ({reason}); a restart will re-read the batches it consumed to '
+                 'skip them.')
   return reason is None
 
 
@@ -259,7 +277,7 @@ def _check_finite(step, batch, metrics, trainer, model, cfg, mgr, model_dir, ski
   where = _describe_batch(batch, model, cfg)
   message = faults.describe_nonfinite(step, metrics, where)
   if trainer.skip_nonfinite_batches:
-    print(f'{message} Skipped (no update applied; {skipped + 1} so far).', flush=True)
+    console.say(f'{message} Skipped (no update applied; {skipped + 1} so far).')
     return 1
   dump = os.path.join(model_dir, f'nonfinite_batch_step_{step}-{jax.process_index()}.npz')
   np.savez(dump, **batch)

@@ -17,21 +17,15 @@ import jax.numpy as jnp
 import optax
 
 from crosstask.runtime import host_memory, partitioning, platform
+from crosstask.runtime import run as run_lib
 
 State = dict[str, Any]
-
-
-def boxed_abstract_params(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
-  """The model's parameter shapes, boxed with their logical axis names; compiles nothing."""
-  # Shapes only: a key of the configured PRNG implementation, never a buffer.
-  rng = jax.eval_shape(lambda: jax.random.key(0))
-  return jax.eval_shape(lambda r: model.get_initial_variables(r, input_shapes)['params'], rng)
 
 
 def param_logical_axes(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
   """Each parameter's logical axis names (PartitionSpecs), which the optimizer factors by
   (`optimizers.create_optimizer(param_axes=...)`)."""
-  return nn.get_partition_spec(boxed_abstract_params(model, input_shapes))
+  return nn.get_partition_spec(run_lib.boxed_params(model, input_shapes))
 
 
 @gin.configurable(module='trainer')
@@ -57,17 +51,9 @@ class Trainer:
     self.optimizer = optimizer
     self.learning_rate_fn = learning_rate_fn
     self.input_shapes = dict(input_shapes)
-    batch = next(iter(self.input_shapes.values()))[0]
-    if num_microbatches < 1 or batch % num_microbatches:
-      raise ValueError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
-                       f'split the batch of {batch} into equal microbatches.')
-    if num_microbatches > 1 and (batch // num_microbatches) % partitioner.data_size:
-      raise ValueError(
-          f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) splits the batch of '
-          f'{batch} into microbatches of {batch // num_microbatches} rows, which do not divide '
-          f'over the {partitioner.data_size} batch shards of {partitioner.describe()}.')
+    # The batch and its microbatches were checked against the mesh by `run.resolve`.
     self.num_microbatches = num_microbatches
-    boxed = boxed_abstract_params(model, self.input_shapes)
+    boxed = run_lib.boxed_params(model, self.input_shapes)
     self.param_axes = nn.get_partition_spec(boxed)  # Logical names per dimension.
     self.param_shardings = partitioner.logical_to_sharding(boxed)
     params = nn.unbox(boxed)
@@ -82,6 +68,13 @@ class Trainer:
         self.state_shardings)
     self._init = jax.jit(self._init_state, out_shardings=self.state_shardings)
     self._step = None
+
+  @classmethod
+  def for_run(cls, run: run_lib.Run, optimizer: optax.GradientTransformation,
+              learning_rate_fn: Callable[[Any], Any], **kwargs) -> 'Trainer':
+    """The Trainer of a resolved run: its model, mesh, profile, shapes and microbatches."""
+    return cls(run.model, run.partitioner, optimizer, learning_rate_fn, run.input_shapes,
+               num_microbatches=run.num_microbatches, profile=run.profile, **kwargs)
 
   def _boxed_params(self, rng):
     return self.model.get_initial_variables(rng, self.input_shapes)['params']
@@ -182,8 +175,6 @@ class Trainer:
     Arguments may be arrays or ShapeDtypeStructs (`abstract_state()`), so the step
     compiles for devices that only exist as a topology.
     """
-    for name, x in batch.items():
-      self.partitioner.check_batch(x.shape[0], f"the batch's {name!r} rows")
     batch_shardings = {k: self.partitioner.data_sharding for k in batch}
     jitted = jax.jit(
         self._train_step,

@@ -7,7 +7,6 @@ Needs the libtpu wheel (`pip install 'crosstask[tpu]'`; `make test` installs it)
 """
 
 import contextlib
-import inspect
 import io
 import json
 import math
@@ -22,7 +21,7 @@ pytest.importorskip('libtpu', reason="libtpu is not installed (pip install 'cros
 import jax  # pylint: disable=g-import-not-at-top
 
 from crosstask import compile as compile_cli  # pylint: disable=g-import-not-at-top
-from crosstask.runtime import aot, partitioning, topology  # pylint: disable=g-import-not-at-top
+from crosstask.runtime import aot, topology  # pylint: disable=g-import-not-at-top
 
 TINY = 't5_1_1/tiny.gin'
 SMALL_BATCH = ['BATCH_SIZE=8', "TASK_FEATURE_LENGTHS={'inputs': 32, 'targets': 16}"]
@@ -37,10 +36,6 @@ def _fresh_gin():
   gin.clear_config()
 
 
-def _has_layouts() -> bool:
-  return 'layout' in inspect.signature(partitioning.Partitioner.__init__).parameters
-
-
 def _total_bytes(tree) -> int:
   return sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
 
@@ -48,15 +43,13 @@ def _total_bytes(tree) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize('layout', LAYOUTS)
 def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
-  if layout != 'data' and not _has_layouts():
-    pytest.skip(f"layout {layout!r} needs Partitioner(layout=...), which this "
-                'partitioning module does not have yet')
   where = aot.target('v5e:2x2')
   assert [d.platform for d in where.devices] == ['tpu'] * 4
-  job = aot.load_job([TINY], SMALL_BATCH)
-  partitioner = aot.make_partitioner(where.devices, layout, NUM_PARTITIONS[layout])
-  trainer = aot.build_trainer(job, partitioner)
-  result = aot.compile_trainer(trainer, job, chip=where.chip, topology=where.name)
+  run = aot.load_run([TINY], SMALL_BATCH, where.devices, layout=layout,
+                     num_partitions=NUM_PARTITIONS[layout])
+  partitioner = run.partitioner
+  trainer = aot.build_trainer(run)
+  result = aot.compile_trainer(trainer, run, chip=where.chip, topology=where.name)
   state = trainer.abstract_state()
   params_total, opt_total = _total_bytes(state['params']), _total_bytes(state['opt_state'])
   # Parameters are never split over 'data'; FSDP and tensor axes split (nearly) all.
@@ -175,7 +168,7 @@ def test_unknown_topology_lists_valid_names(capsys):
 
 def test_batch_the_data_axis_does_not_divide_is_refused(capsys):
   err = _cli_error(['--gin_file=' + TINY, '--topology=v5e:2x2', '--gin.BATCH_SIZE=6'], capsys)
-  assert 'BATCH_SIZE=6' in err and '4-way data axis' in err
+  assert 'BATCH_SIZE=6' in err and '4-way data axes' in err
 
 
 def test_missing_libtpu_says_how_to_install(monkeypatch, capsys):

@@ -52,6 +52,26 @@ def test_train_eval_infer(tmp_path):
   assert rows[0]['inputs'].startswith('reverse ') and isinstance(rows[0]['score'], float)
   assert set(rows[0]) >= {'inputs', 'targets', 'prediction', 'score'}
 
+  # The trained run carries its own configuration: infer and eval take its directory
+  # and only what changes, and give what the fully configured commands gave.
+  again = rs.run([rs.sys.executable, '-m', 'crosstask.infer', f'--run_dir={model_dir}',
+                  '--gin.BATCH_SIZE=16'])
+  assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+  for name in ('runtime_copy', 'runtime_reverse'):
+    got = (model_dir / 'infer' / f'{name}-validation.jsonl').read_text()
+    assert got == (infer_dir / f'{name}-validation.jsonl').read_text()
+  ev_again = rs.run([rs.sys.executable, '-m', 'crosstask.eval', f'--run_dir={model_dir}',
+                     '--gin.BATCH_SIZE=16', "--gin.CHECKPOINT_MODE='latest'"])
+  assert ev_again.returncode == 0, ev_again.stdout[-3000:] + ev_again.stderr[-3000:]
+  again_lines = [json.loads(l) for l in (model_dir / 'eval' / 'metrics.jsonl').open()]
+  assert sorted((m['step'], m['task'], m.get('fingerprint'), json.dumps(m['metrics']))
+                for m in again_lines) == sorted(
+      (m['step'], m['task'], m.get('fingerprint'), json.dumps(m['metrics']))
+      for m in lines if m['step'] == 60)
+  # No command printed TensorFlow's start-up lines or SeqIO's warnings.
+  for done in (train, ev, inf, again, ev_again):
+    assert not rs.noise_in(done.stdout + done.stderr), rs.noise_in(done.stdout + done.stderr)
+
   # Fine-tuning from the trained checkpoint takes its parameters, not its step.
   tuned = rs.run(rs.train_cmd(tmp_path / 'tuned', 2, '--gin.EVAL_PERIOD=0',
                               f"--gin.INITIAL_CHECKPOINT_PATH='{model_dir}/checkpoint_60'"))

@@ -10,7 +10,8 @@ import pytest
 from crosstask.models.config import TransformerConfig
 from crosstask.models.model import EncoderDecoderModel
 from crosstask.models.network import Transformer
-from crosstask.runtime import embedding, partitioning, relevance_lib, restoring
+from crosstask.runtime import embedding, partitioning, relevance_lib
+from crosstask.runtime import run as run_lib
 
 CFG = TransformerConfig(vocab_size=48, d_model=32, d_ff=64, num_heads=4, d_kv=8,
                         num_encoder_layers=2, num_decoder_layers=1, dropout_rate=0.0,
@@ -77,11 +78,12 @@ def test_unknown_pooling_is_refused(setup):
     embedding.Embedder(model, part, shardings, 4, pooling="cls")
 
 
-def test_param_template_has_the_initialized_shapes_with_their_shardings(setup):
+def test_run_param_template_has_the_initialized_shapes_with_their_shardings(setup):
   model, params, part, _, _ = setup
   params = nn.unbox(params)
-  abstract, shardings = restoring.param_template(
-      model, part, {"encoder_input_tokens": (2, 16), "decoder_input_tokens": (2, 8)})
+  run = run_lib.resolve(model, part, batch_size=2, lengths={"inputs": 16, "targets": 8},
+                        pads_batch=True)
+  abstract, shardings = run.abstract_params()
   assert jax.tree.structure(abstract) == jax.tree.structure(params)
   assert jax.tree.structure(shardings) == jax.tree.structure(params)
   jax.tree.map(lambda a, p, sh: (a.shape, a.dtype, a.sharding) == (p.shape, p.dtype, sh) or

@@ -12,6 +12,7 @@ from jax.sharding import PartitionSpec as P
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
+from crosstask.runtime import run as run_lib
 from crosstask.runtime import optimizers, partitioning, trainer as trainer_lib
 
 SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
@@ -157,9 +158,9 @@ def test_train_step_compiles_from_abstract_arguments_alone():
   jax.tree.map(lambda got, want: got.is_equivalent_to(want.sharding, len(want.shape))
                or pytest.fail(f'{got} vs {want.sharding}'), state_in, trainer.abstract_state())
   assert compiled.memory_analysis().argument_size_in_bytes > 0
-  with pytest.raises(ValueError, match=r"batch's 'encoder_input_tokens' rows=6 .* 4 batch"):
-    trainer.compile_train_step(trainer.abstract_state(), {
-        k: jax.ShapeDtypeStruct((6,) + v.shape[1:], v.dtype) for k, v in batch.items()}, rng)
+  # A batch the data axes do not split is refused once, where the run is resolved.
+  with pytest.raises(ValueError, match=r'BATCH_SIZE=6 .* 4 batch shards'):
+    run_lib.resolve(trainer.model, part, batch_size=6, lengths={'inputs': 16, 'targets': 16})
 
 
 def test_microbatches_span_every_data_device_and_keep_rows_in_place():
@@ -179,7 +180,9 @@ def test_microbatches_span_every_data_device_and_keep_rows_in_place():
     mine = np.asarray(held[shard.device].data)
     np.testing.assert_array_equal(np.asarray(shard.data)[:, 0], mine)
   with pytest.raises(ValueError, match=r'microbatches of 4 rows, which do not divide over the 8'):
-    _trainer(part, num_microbatches=2)  # SHAPES' batch of 8 in 2 microbatches.
+    part.check_batch(8, num_microbatches=2)  # SHAPES' batch of 8 in 2 microbatches.
+  with pytest.raises(ValueError, match=r'must split the batch of 16 into equal microbatches'):
+    part.check_batch(16, num_microbatches=3)
 
 
 def test_microbatches_match_full_batch(reference):

@@ -223,3 +223,19 @@ def test_every_benchmark_imports_under_a_locked_gin_config():
       "print('ok')\n")
   assert res.returncode == 0, res.stderr[-3000:]
   assert res.stdout.strip().endswith("ok")
+
+
+def test_a_run_says_which_vocabulary_copy_of_its_task_it_reads(sample_sp, capsys):
+  from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime import run as run_lib  # pylint: disable=g-import-not-at-top
+  cfg = data.DatasetConfig("csl_zh_abstract_to_title", {"inputs": 8, "targets": 8}, "train", 8,
+                           False, 0, module="crosstask.tasks.csl")
+  resolved = run_lib.resolve(_model(vocabularies.get(sample_sp), 2432), datasets={"train": cfg})
+  assert resolved.dataset("train").mixture_or_task_name == "csl_zh_abstract_to_title.csl_sample"
+  assert ("Task 'csl_zh_abstract_to_title' is read as 'csl_zh_abstract_to_title.csl_sample'"
+          in capsys.readouterr().out)
+  # A model of the task's own vocabulary reads the task as named, silently.
+  resolved = run_lib.resolve(_model(vocabularies.get(), 384), datasets={"train": cfg})
+  assert resolved.dataset("train").mixture_or_task_name == "csl_zh_abstract_to_title"
+  assert capsys.readouterr().out == ""

@@ -1,0 +1,48 @@
+"""The runtime's one voice on the console: process 0 speaks, the others log.
+
+On a pod slice each host runs the same program, so a line printed by all of them
+arrives once per host, interleaved. Jobs report through `say` (progress, what was
+restored, where files went), `warn` and `error`; the other processes send those
+lines to absl logging instead. Errors are the exception: each process may fail
+alone, so each says why.
+"""
+
+import sys
+
+from absl import logging
+
+
+def is_lead_process() -> bool:
+  """Whether this is process 0, asked without starting JAX's backends.
+
+  Before the backends start (a usage message, a gin error) only the distributed
+  client knows the process id; without one the process is alone, so it leads.
+  """
+  jax = sys.modules.get('jax')
+  if jax is None:
+    return True
+  from jax._src import distributed, xla_bridge  # pylint: disable=import-outside-toplevel
+  if xla_bridge.backends_are_initialized():
+    return jax.process_index() == 0
+  return distributed.global_state.process_id in (None, 0)
+
+
+def say(message: str) -> None:
+  """A line for the researcher: on stdout from process 0, in the log of the others."""
+  if is_lead_process():
+    print(message, flush=True)
+  else:
+    logging.info(message)
+
+
+def warn(message: str) -> None:
+  """Something the researcher can act on: stderr from process 0, the others' logs."""
+  if is_lead_process():
+    print(f'WARNING: {message}', file=sys.stderr, flush=True)
+  else:
+    logging.warning(message)
+
+
+def error(message: str) -> None:
+  """Why the job stops, on stderr: from every process, since each may fail alone."""
+  print(f'ERROR: {message}', file=sys.stderr, flush=True)

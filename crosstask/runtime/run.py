@@ -1,0 +1,112 @@
+"""The Run: what a job runs with, resolved once where its entry point starts.
+
+Every fact the train, eval, infer, embed and compile jobs share is settled here, in
+one call, before any data is read or program compiled: the model with the platform
+profile's choices filled in, each dataset naming the task registered for the model's
+vocabulary, a Partitioner that has checked the batch divides over its data axes,
+and the abstract parameters and PRNG key that restoring and compiling start from.
+The jobs then take the Run rather than deciding any of this again.
+"""
+
+import dataclasses
+from typing import Any, Mapping
+
+import flax.linen as nn
+import jax
+
+from crosstask.runtime import batching, console, data, partitioning, platform
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """A resolved run. `datasets` maps a role ('train', 'train_eval', 'infer_eval',
+  'eval', 'infer') to its DatasetConfig, each naming the task for the model's
+  vocabulary; `batch_size` is the global batch the programs compile for and
+  `lengths` the task feature lengths ({'inputs': N, 'targets': M})."""
+  model: Any
+  partitioner: partitioning.Partitioner
+  profile: platform.Profile
+  batch_size: int
+  lengths: Mapping[str, int]
+  num_microbatches: int = 1
+  pack: bool = False
+  datasets: Mapping[str, data.DatasetConfig] = dataclasses.field(default_factory=dict)
+
+  def dataset(self, role: str) -> data.DatasetConfig | None:
+    return self.datasets.get(role)
+
+  @property
+  def input_shapes(self) -> dict[str, tuple[int, int]]:
+    """The model's input shapes: the global batch at the converted feature lengths."""
+    return {'encoder_input_tokens': (self.batch_size, self.lengths['inputs']),
+            'decoder_input_tokens': (self.batch_size, self.lengths['targets'])}
+
+  def abstract_params(self) -> tuple[Any, Any]:
+    """(abstract parameters carrying their shardings, the shardings) to restore into.
+
+    Shapes come from `jax.eval_shape` of the initializer and placements from the
+    parameters' logical axes: nothing is allocated or compiled, no optimizer involved.
+    """
+    boxed = boxed_params(self.model, self.input_shapes)
+    with self.partitioner.context():
+      shardings = self.partitioner.logical_to_sharding(boxed)
+    abstract = jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                            nn.unbox(boxed), shardings)
+    return abstract, shardings
+
+
+def abstract_key() -> jax.ShapeDtypeStruct:
+  """A key of the configured PRNG implementation, as shapes only, never a buffer:
+  lowering on an eager key would place it on a device."""
+  return jax.eval_shape(lambda: jax.random.key(0))
+
+
+def boxed_params(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
+  """The parameters' shapes with their logical axes (`nn.Partitioned`), from shapes only.
+
+  Parameter shapes do not depend on `input_shapes`; the initializer needs some.
+  """
+  return jax.eval_shape(lambda rng: model.get_initial_variables(rng, input_shapes)['params'],
+                        abstract_key())
+
+
+def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
+            datasets: Mapping[str, data.DatasetConfig | None] | None = None,
+            batch_size: int | None = None, lengths: Mapping[str, int] | None = None,
+            num_microbatches: int = 1, pack: bool | None = None,
+            pads_batch: bool = False) -> Run:
+  """The Run of `model` on `partitioner` (None: the gin-configured default).
+
+  `batch_size`, `lengths` and `pack` default to the first dataset's. A job that
+  pads its last batch (eval, infer, embed: `pads_batch`) rounds the batch up to
+  the data axes; any other has it checked, microbatches included.
+  """
+  partitioner = partitioner or partitioning.Partitioner()
+  profile = platform.for_mesh(partitioner.mesh)
+  model = platform.resolve_model(model, profile)
+  matched = {role: _matched_task(model, cfg) for role, cfg in (datasets or {}).items()
+             if cfg is not None}
+  first = next(iter(matched.values()), None)
+  if batch_size is None:
+    batch_size = first.batch_size
+  if lengths is None:
+    lengths = dict(first.task_feature_lengths)
+  if pack is None:
+    pack = bool(first.pack) if first is not None else False
+  if pads_batch:
+    batch_size = batching.global_batch_size(batch_size, partitioner.data_size)
+  else:
+    partitioner.check_batch(batch_size, num_microbatches=num_microbatches)
+  return Run(model=model, partitioner=partitioner, profile=profile, batch_size=batch_size,
+             lengths=dict(lengths), num_microbatches=num_microbatches, pack=pack,
+             datasets=matched)
+
+
+def _matched_task(model: Any, cfg: data.DatasetConfig) -> data.DatasetConfig:
+  """`cfg` naming the task registered for the model's vocabulary, the change said aloud."""
+  matched = data.check_run_vocabulary(model, cfg)
+  if matched.mixture_or_task_name != cfg.mixture_or_task_name:
+    console.say(f"Task '{cfg.mixture_or_task_name}' is read as "
+                f"'{matched.mixture_or_task_name}', its copy tokenized with the model's "
+                'vocabulary.')
+  return matched

@@ -1,0 +1,63 @@
+"""The console: entry points print what the researcher asked for, not library noise."""
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+import runtime_subprocess as rs
+from crosstask import records
+from crosstask.runtime import console, platform
+
+def _user_env() -> dict[str, str]:
+  """The test environment without the log-level setting a user would not have made."""
+  env = rs.env()
+  env.pop('TF_CPP_MIN_LOG_LEVEL', None)
+  return env
+
+
+@pytest.mark.slow  # TensorFlow's import alone takes 10-25 s on a busy 2-core machine.
+def test_results_prints_only_its_table(tmp_path):
+  run = tmp_path / 'run'
+  (run / 'inference_eval').mkdir(parents=True)
+  (run / 'operative_config.gin').write_text(f"MODEL_DIR = '{run}'\nRANDOM_SEED = 0\n")
+  # A CSL task's column loads the CSL task modules, and with them TensorFlow.
+  records.append(run / 'inference_eval', [records.Record(
+      100, 'csl_zh_title_to_category', {'accuracy': 60.0, 'macro_f1': 20.0},
+      fingerprint='aaaa0000', source='eval', split='validation')])
+  done = subprocess.run([sys.executable, '-m', 'crosstask.results', str(run)], cwd=rs.REPO,
+                        env=_user_env(), capture_output=True, text=True, timeout=300,
+                        check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stderr == '' and not rs.noise_in(done.stdout), done.stderr[-3000:]
+  lines = done.stdout.strip().splitlines()
+  assert lines and all(line.startswith('|') for line in lines), done.stdout
+  assert '| run | - | 0 | 60.00 |' in lines
+
+
+def test_unactionable_library_warnings_are_dropped_and_others_kept():
+  drop = platform._DropUnactionable()  # pylint: disable=protected-access
+
+  def record(level, msg):
+    return logging.LogRecord('absl', level, 'seqio/evaluation.py', 1, msg, (), None)
+  assert not drop.filter(record(logging.WARNING, 'Given sequence lengths are longer than '
+                                                 'necessary for some evaluation inputs'))
+  assert not drop.filter(record(logging.WARNING, 'Using an uncached FunctionDataset for '
+                                                 'training is not recommended'))
+  assert drop.filter(record(logging.WARNING, 'Task x has no split, skipping.'))
+  assert drop.filter(record(logging.ERROR, 'Given sequence lengths: an error stays'))
+
+
+def test_only_process_zero_prints(monkeypatch, capsys, caplog):
+  caplog.set_level(logging.INFO)
+  console.say('step 1/2 from the lead')
+  console.warn('lead warning')
+  monkeypatch.setattr(console, 'is_lead_process', lambda: False)
+  console.say('step 1/2 from host 3')
+  console.warn('host 3 warning')
+  console.error('host 3 failed')
+  out, err = capsys.readouterr()
+  assert out == 'step 1/2 from the lead\n'
+  assert err == 'WARNING: lead warning\nERROR: host 3 failed\n'
+  assert 'step 1/2 from host 3' in caplog.text and 'host 3 warning' in caplog.text
