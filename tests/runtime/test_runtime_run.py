@@ -47,7 +47,8 @@ def test_a_batch_is_checked_once_or_padded_for_jobs_that_pad():
 
 def test_the_trainer_of_a_run_is_shaped_by_it():
   run = run_lib.resolve(_model(), batch_size=16, lengths=LENGTHS, num_microbatches=2)
-  tx, schedule = optimizers.create_optimizer(optimizers.adamw, 1e-3)
+  tx, schedule = optimizers.create_optimizer(
+      optimizers.adamw, 1e-3, param_axes=trainer_lib.param_logical_axes(run.model, run.input_shapes))
   trainer = trainer_lib.Trainer.for_run(run, tx, schedule)
   assert trainer.input_shapes == {'encoder_input_tokens': (16, 16),
                                   'decoder_input_tokens': (16, 8)}
