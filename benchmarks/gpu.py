@@ -23,6 +23,7 @@ status and the reason. A row is KIND:POSITIONAL[:OPTION...] (gpu_spec.py parses 
                                         while_loop over the cache)      options: FLAGS; scan
   hf-decode:MODEL:BEAMS:BATCH           `generate`    options: static (default) | dynamic;
                                         compile (transformers' compiled forward)
+  infer:MODEL:BATCH, hf-infer:MODEL:BATCH   the eval-only job end to end (gpu_infer.py)
 
 FLAGS names an entry of gpu_spec.XLA_FLAG_SETS, passed to the row's process in XLA_FLAGS;
 `scan` makes each layer stack one nn.scan (compiles in a fraction of the unrolled time).
@@ -36,7 +37,8 @@ batch and beams, any cache and compilation), and `hf_row` / `hf_setting` name it
 MFU = model FLOPs per step / step time / the GPU's dense bf16 peak (crosstask/runtime/
 topology.py). Model FLOPs (benchmarks/flops.py) count every matmul of a teacher-forced
 forward pass, times 3 for training; remat's recomputation is not counted, so remat
-lowers MFU. Decoding reports generated tokens per second (batch x beams x new tokens).
+lowers MFU. Decoding reports generated tokens per second (batch x beams x new tokens)
+and `roofline_ratio`, its step time over the HBM roofline's (roofline.py).
 """
 
 import argparse
@@ -51,6 +53,7 @@ from typing import Any
 import flops
 import gpu_spec
 import harness
+import roofline
 from gpu_workload import Lengths
 
 sys.path.insert(0, str(harness.ROOT))
@@ -78,6 +81,13 @@ def peak_flops(device_kind: str) -> float | None:
   from crosstask.runtime import topology
   chip = topology.chip_for_device_kind(device_kind)
   return chip.peak_bf16_flops if chip else None
+
+
+def hbm_bandwidth(device_kind: str) -> float | None:
+  """HBM bytes a second of the device, from the same table."""
+  from crosstask.runtime import topology
+  chip = topology.chip_for_device_kind(device_kind)
+  return chip.hbm_bytes_per_s if chip else None
 
 
 def run_row(row: gpu_spec.Row, lengths: Lengths, steps: int, platform: str) -> dict:
@@ -125,6 +135,10 @@ def describe(row: gpu_spec.Row, raw: dict, lengths: Lengths) -> dict:
     out.update(beams=row.beams, lengths=f'{lengths.inputs}->{lengths.new_tokens}')
     model_flops = flops.decode(cfg, row.batch, lengths.inputs, lengths.new_tokens, row.beams)
     out['tokens_per_s'] = row.batch * row.beams * lengths.new_tokens / summ['median_s']
+    out.update(roofline.decode_roofline(
+        cfg, row.batch, lengths.inputs, lengths.new_tokens, row.beams,
+        shared_cross=row.framework == 'crosstask',
+        hbm_bytes_per_s=hbm_bandwidth(raw.get('device') or ''), measured_s=summ['median_s']))
   else:  # infer: the job's examples per second
     out['examples_per_s'] = raw['examples'] / summ['median_s']
     return out

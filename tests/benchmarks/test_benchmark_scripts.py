@@ -15,6 +15,7 @@ import gpu_crosstask
 import gpu_spec
 import gpu_workload
 import harness
+import roofline
 import run_all
 
 
@@ -55,6 +56,12 @@ def test_gpu_script_runs_every_row_kind_on_the_cpu(tmp_path):
   assert np.isfinite(train["loss"]) and train["loss"] > 0 and train["mfu"] is None
   decode = result["decode:tiny:2:8"]
   assert decode["generated_tokens"] <= 8 * 6 and decode["generated_tokens"] >= 8
+  # Beside every decode row, the bytes a step reads (no bandwidth known for a CPU).
+  assert decode["step_bytes"] == {**vars(roofline.step_bytes(cfg, 8, 32, 3, beams=2)),
+                                  "total": roofline.step_bytes(cfg, 8, 32, 3, beams=2).total}
+  assert decode["roofline_ratio"] is None
+  assert result["hf-decode:tiny:2:8"]["step_bytes"]["cross_cache"] == 2 * decode[
+      "step_bytes"]["cross_cache"]  # HF expands the encoder output per beam
   twins = [result["hf-decode:tiny:2:8:dynamic"], result["hf-decode:tiny:2:8"]]
   assert decode["ratio_vs_hf"] == pytest.approx(
       decode["tokens_per_s"] / max(r["tokens_per_s"] for r in twins))
