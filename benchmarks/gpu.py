@@ -73,6 +73,7 @@ DEFAULT_ROWS = [
     'decode:longlm_large:4:32:scan', 'hf-decode:longlm_large:4:32',
     'decode:longlm_large:1:128:scan', 'hf-decode:longlm_large:1:128',
     'hf-decode:longlm_large:1:128:compile',
+    'infer:longlm_large:32:scan', 'hf-infer:longlm_large:32',
 ]
 
 
