@@ -180,3 +180,11 @@ def test_cpu_model_tells_machines_with_the_same_name_apart():
   assert harness.cpu_model(zen5) == "AMD EPYC (family 26, model 2, AVX-512)"
   assert harness.cpu_model(older) == "AMD EPYC (family 25, model 2, AVX2)"
   assert harness.cpu_model("model name\t: Some CPU\n") == "Some CPU"
+
+
+def test_results_table_takes_the_gpu_best_from_the_rows():
+  # gpu.py's JSON carries rows only; the table's best training ratio comes from them.
+  rows = [{"kind": "train", "tokens_per_s": 300.0}, {"kind": "hf-train", "tokens_per_s": 100.0},
+          {"kind": "hf-train", "tokens_per_s": 150.0}, {"kind": "decode", "tokens_per_s": 999.0}]
+  assert run_all._best_train(rows) == {"crosstask": 300.0, "hf": 150.0, "ratio": 2.0}
+  assert run_all._best_train(rows[:1])["ratio"] == 0.0  # no HF row ran
