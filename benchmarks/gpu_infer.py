@@ -116,28 +116,36 @@ def row_infer(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]
       timer.wrap(runner._encode), timer.wrap(runner._decode))  # pylint: disable=protected-access
   converter = data.feature_converter(pack=False)
   lengths_ = feature_lengths(lengths)
-  shares, done = [], {}
 
   def job():
     timer.seconds = 0.0
-    start = time.perf_counter()
     task_ds = the_task.get_dataset(lengths_, split=SPLIT, shuffle=False, num_epochs=1)
     task_ds = task_ds.take(row.batch * BATCHES).cache()
     preds = runner.predict(params, converter(task_ds, lengths_).enumerate())
     texts = [vocab.decode(tokens) for _, tokens in preds]
     targets = [ex['targets_pretokenized'].decode() for ex in task_ds.as_numpy_iterator()]
-    done.update(examples=len(texts), rouge_l=title_rouge(targets, texts))
-    shares.append(1 - timer.seconds / (time.perf_counter() - start))
+    return len(texts), title_rouge(targets, texts), timer.seconds
+  return {**measure_job(job, steps), 'peak_gib': gpu_crosstask.jax_peak_gib(),
+          'device': jax.devices()[0].device_kind}
+
+
+def measure_job(job, steps: int) -> dict[str, Any]:
+  """Times `job() -> (examples, ROUGE-L, seconds in decoding calls)` as gpu.py times a
+  row (its first call, which compiles, apart); the median share outside decoding."""
+  results = []
+
+  def call():
+    start = time.perf_counter()
+    examples, rouge_l, decode_s = job()
+    results.append((examples, rouge_l, 1 - decode_s / (time.perf_counter() - start)))
   start = time.perf_counter()
-  job()
+  call()
   compile_s = time.perf_counter() - start
-  shares.clear()
-  times = gpu_workload.timed(job, steps, lambda _: None)
-  timed_shares = shares[-steps:]
-  return {'times': times, 'compile_s': compile_s, 'examples': done['examples'],
-          'rouge_l': done['rouge_l'], 'vocabulary': vocab_path_name(),
-          'outside_decode_share': sorted(timed_shares)[len(timed_shares) // 2],
-          'peak_gib': gpu_crosstask.jax_peak_gib(), 'device': jax.devices()[0].device_kind}
+  times = gpu_workload.timed(call, steps, lambda _: None)
+  examples, rouge_l, _ = results[-1]
+  shares = sorted(share for _, _, share in results[-steps:])
+  return {'times': times, 'compile_s': compile_s, 'examples': examples, 'rouge_l': rouge_l,
+          'vocabulary': vocab_path_name(), 'outside_decode_share': shares[len(shares) // 2]}
 
 
 def vocab_path_name() -> str:
@@ -155,16 +163,14 @@ def hf_tokenizer():
 
 def row_hf_infer(row: gpu_spec.Row, lengths: Lengths, steps: int, device: str) -> dict:
   """HF's loop over the same texts: tokenize, generate, detokenize, score."""
-  import torch
   inputs, targets = examples(lengths, row.batch)
   _, hf, impl = gpu_hf.decoding_model(row.model, device)
   tok = hf_tokenizer()
   generate = gpu_hf.generate_fn(hf, row, lengths.inputs, lengths.new_tokens, device)
   sync = gpu_hf.sync_fn(device)
-  shares, done = [], {}
 
   def job():
-    start, in_generate, texts = time.perf_counter(), 0.0, []
+    in_generate, texts = 0.0, []
     for i in range(0, len(inputs), row.batch):
       chunk = inputs[i:i + row.batch]
       chunk += chunk[-1:] * (row.batch - len(chunk))  # the static cache's batch
@@ -178,16 +184,5 @@ def row_hf_infer(row: gpu_spec.Row, lengths: Lengths, steps: int, device: str) -
       rows = [[t for t in seq if t < len(tok)] for seq in out[:, 1:].tolist()]
       texts += tok.batch_decode(rows, skip_special_tokens=True)
     texts = texts[:len(inputs)]
-    done.update(examples=len(texts), rouge_l=title_rouge(targets, texts))
-    shares.append(1 - in_generate / (time.perf_counter() - start))
-  start = time.perf_counter()
-  with torch.no_grad():
-    job()
-    compile_s = time.perf_counter() - start
-    shares.clear()
-    times = gpu_workload.timed(job, steps, lambda _: None)
-  timed_shares = shares[-steps:]
-  return {'times': times, 'compile_s': compile_s, 'examples': done['examples'],
-          'rouge_l': done['rouge_l'], 'vocabulary': vocab_path_name(), 'attention': impl,
-          'outside_decode_share': sorted(timed_shares)[len(timed_shares) // 2],
-          **gpu_hf.device_facts(device)}
+    return len(texts), title_rouge(targets, texts), in_generate
+  return {**measure_job(job, steps), 'attention': impl, **gpu_hf.device_facts(device)}
