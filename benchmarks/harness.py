@@ -160,6 +160,29 @@ def alternate(workers: Sequence[Worker], reps: int) -> dict[str, list[float]]:
   return times
 
 
+def run_child(cmd: Sequence[str], env: Mapping[str, str], timeout_s: float,
+              cwd: str | pathlib.Path = ROOT) -> dict[str, Any]:
+  """Runs `cmd` in its own process and returns the JSON object on its last stdout line.
+
+  Why a process per measurement: it owns the device and its memory, and a crash or an
+  out-of-memory costs that measurement only. A child that fails, prints no JSON or
+  passes `timeout_s` gives {'error': reason, 'status': 'failed' | 'timeout'}, the
+  reason ending with the last lines of its stderr.
+  """
+  start = time.perf_counter()
+  try:
+    done = subprocess.run(list(cmd), capture_output=True, text=True, env=dict(env),
+                          cwd=str(cwd), timeout=timeout_s, check=False)
+  except subprocess.TimeoutExpired:
+    return {"error": f"passed its time limit ({timeout_s:.0f} s)", "status": "timeout"}
+  lines = done.stdout.strip().splitlines()
+  if done.returncode or not lines or not lines[-1].startswith("{"):
+    tail = [l for l in (done.stderr or done.stdout).strip().splitlines() if l.strip()][-3:]
+    return {"error": f"exit {done.returncode} after {time.perf_counter() - start:.0f} s: "
+                     + " | ".join(tail)[-600:], "status": "failed"}
+  return json.loads(lines[-1])
+
+
 def write(name: str, payload: Mapping[str, Any], threads: int, start_load: Sequence[float],
           out: str | None = None) -> pathlib.Path:
   """benchmarks/results/<name>.json with date, machine, versions and load at start and end."""

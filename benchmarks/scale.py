@@ -41,11 +41,11 @@ import dataclasses
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
+
+import harness
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / 'benchmarks' / 'results' / 'scale.json'
@@ -81,33 +81,19 @@ class Options:
   timeout_s: int
 
 
-def config_fields() -> set[str]:
-  """TransformerConfig's fields: which of remat / attention / scan this tree has."""
-  sys.path.insert(0, str(ROOT))
-  from crosstask.models import config  # pylint: disable=g-import-not-at-top
-  return {f.name for f in dataclasses.fields(config.TransformerConfig)}
-
-
 def tpu_profile():
   sys.path.insert(0, str(ROOT))
   from crosstask.runtime import platform  # pylint: disable=g-import-not-at-top
   return platform.PROFILES['tpu']
 
 
-def model_bindings(opts: Options, fields: set[str]) -> list[str]:
-  """Gin bindings for the remat / attention / scan options, where the model has them."""
+def model_bindings(opts: Options) -> list[str]:
+  """Gin bindings for the remat / attention / scan options that are set."""
   wanted = {'remat_policy': repr(opts.remat) if opts.remat else None,
             'attention': repr(opts.attention) if opts.attention else None,
             'scan_layers': 'True' if opts.scan else None}
-  bindings = []
-  for field, value in wanted.items():
-    if value is None:
-      continue
-    if field not in fields:
-      raise SystemExit(f'TransformerConfig has no field {field!r} in this tree; drop the '
-                       f'option that sets it.')
-    bindings.append(f'config.TransformerConfig.{field}={value}')
-  return bindings
+  return [f'config.TransformerConfig.{field}={value}' for field, value in wanted.items()
+          if value is not None]
 
 
 def compile_once(model: str, topology: str, batch: int, lengths: tuple[int, int],
@@ -123,20 +109,13 @@ def compile_once(model: str, topology: str, batch: int, lengths: tuple[int, int]
   env = dict(os.environ, PYTHONPATH=os.pathsep.join(
       [str(ROOT)] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]),
              JAX_PLATFORMS='cpu')
-  start = time.perf_counter()
-  try:
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s,
-                          env=env, cwd=ROOT, check=False)
-  except subprocess.TimeoutExpired:
+  result = harness.run_child(cmd, env, opts.timeout_s)
+  if result.get('status') == 'timeout':
     return {'fits': None, 'error': f'compile passed --timeout_s={opts.timeout_s}',
             'global_batch': batch}
-  lines = done.stdout.strip().splitlines()
-  if done.returncode or not lines or not lines[-1].startswith('{'):
-    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {'fits': None, 'global_batch': batch,
-            'error': f'exit {done.returncode} after {time.perf_counter() - start:.0f} s: '
-                     + ' | '.join(tail)}
-  return json.loads(lines[-1])
+  if result.get('status') == 'failed':
+    return {'fits': None, 'global_batch': batch, 'error': result['error']}
+  return result
 
 
 def on_grid(rows: int) -> bool:
@@ -414,13 +393,10 @@ def main(argv: list[str] | None = None) -> None:
   unknown = [m for m in models if m not in MODELS]
   if unknown:
     raise SystemExit(f'--models: unknown {unknown}; known: {list(MODELS)}')
-  fields = config_fields()
   # Bound explicitly (what 'auto' resolves to on a TPU), so every row names them.
   tpu = tpu_profile()
-  if args.attention is None and 'attention' in fields:
-    args.attention = tpu.attention
-  if args.remat is None and 'remat_policy' in fields:
-    args.remat = tpu.remat
+  args.attention = args.attention or tpu.attention
+  args.remat = args.remat or tpu.remat
   results_path = pathlib.Path(args.out) if args.out else (QUICK_RESULTS if args.quick
                                                            else RESULTS)
   done = []
@@ -428,7 +404,7 @@ def main(argv: list[str] | None = None) -> None:
     opts = Options(layout=layout, remat=args.remat, attention=args.attention, scan=args.scan,
                    num_partitions=args.num_partitions, max_batch=args.max_batch,
                    timeout_s=args.timeout_s)
-    bindings = model_bindings(opts, fields)
+    bindings = model_bindings(opts)
     for model in models:
       for topology in args.topologies.split(','):
         for lengths_name in (args.lengths.split(',') if args.lengths

@@ -11,38 +11,86 @@ import pytest
 import finetune_csl
 import flops
 import gpu
+import gpu_crosstask
+import gpu_spec
+import gpu_workload
 import harness
+import roofline
 import run_all
 
 
 @pytest.mark.slow
 def test_gpu_script_runs_every_row_kind_on_the_cpu(tmp_path):
   # The GPU benchmark's CPU mode runs the same code on a tiny model (attention check,
-  # both training sides, both decoding sides), so the script is known to work before a
-  # GPU is lent. Batch 8: the tests' 8 virtual CPU devices (conftest) split it.
+  # both training sides in several settings, both decoding sides), so the script is
+  # known to work before a GPU is lent. Batch 8: the tests' 8 virtual CPU devices
+  # (conftest) split it.
   out = tmp_path / "gpu.json"
-  rows = ["check", "train:tiny:xla:none:8", "hf-train:tiny:8", "decode:tiny:2:8",
-          "hf-decode:tiny:2:8:dynamic"]
+  rows = ["check", "train:tiny:xla:none:8", "train:tiny:xla:none:8:adamw", "hf-train:tiny:8",
+          "hf-train:tiny:4:adamw:ckpt", "decode:tiny:2:8", "hf-decode:tiny:2:8:dynamic",
+          "hf-decode:tiny:2:8"]
   proc = subprocess.run(
       [sys.executable, str(harness.ROOT / "benchmarks" / "gpu.py"), "--platform=cpu",
        "--lengths=32/16", "--new_tokens=6", "--steps=1", f"--out={out}", "--rows", *rows],
       capture_output=True, text=True, cwd=str(harness.ROOT), timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]
   result = {r["row"]: r for r in json.loads(out.read_text())["rows"]}
-  assert list(result) == rows and not [r for r in result.values() if "error" in r], result
+  assert list(result) == rows and {r["status"] for r in result.values()} == {"ok"}, result
+  assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in result.values())
   check = result["check"]
   assert check["implementation"] == "dot_product" and check["ok"]
   assert check["worst_rel_err"] < 2e-2
-  cfg = gpu.model_config("tiny")
-  train, hf_train = result["train:tiny:xla:none:8"], result["hf-train:tiny:8"]
+  cfg = gpu_crosstask.model_config("tiny")
+  train, adamw = result["train:tiny:xla:none:8"], result["train:tiny:xla:none:8:adamw"]
+  assert adamw["settings"]["optimizer"] == "adamw" and train["settings"]["optimizer"] == "adafactor"
   assert train["model_tflop"] == pytest.approx(flops.train_step(cfg, 8, 32, 16) / 1e12)
   assert train["tokens_per_s"] == pytest.approx(8 * 48 / train["step_s"])
-  assert train["ratio_vs_hf"] == pytest.approx(train["tokens_per_s"] / hf_train["tokens_per_s"])
+  # Every ratio is against HF's fastest training row, whichever batch and setting.
+  hf = [r for r in result.values() if r["kind"] == "hf-train"]
+  fastest = max(hf, key=lambda r: r["tokens_per_s"])
+  assert result["hf-train:tiny:4:adamw:ckpt"]["fused"] is False  # no fused AdamW on a CPU
+  for r in (train, adamw):
+    assert r["ratio_vs_hf"] == pytest.approx(r["tokens_per_s"] / fastest["tokens_per_s"])
+    assert r["hf_row"] == fastest["row"]
+    assert r["hf_setting"] == gpu_spec.parse(fastest["row"]).hf_setting()
   assert np.isfinite(train["loss"]) and train["loss"] > 0 and train["mfu"] is None
   decode = result["decode:tiny:2:8"]
   assert decode["generated_tokens"] <= 8 * 6 and decode["generated_tokens"] >= 8
+  # Beside every decode row, the bytes a step reads (no bandwidth known for a CPU).
+  assert decode["step_bytes"] == {**vars(roofline.step_bytes(cfg, 8, 32, 3, beams=2)),
+                                  "total": roofline.step_bytes(cfg, 8, 32, 3, beams=2).total}
+  assert decode["roofline_ratio"] is None
+  assert result["hf-decode:tiny:2:8"]["step_bytes"]["cross_cache"] == 2 * decode[
+      "step_bytes"]["cross_cache"]  # HF expands the encoder output per beam
+  twins = [result["hf-decode:tiny:2:8:dynamic"], result["hf-decode:tiny:2:8"]]
   assert decode["ratio_vs_hf"] == pytest.approx(
-      decode["tokens_per_s"] / result["hf-decode:tiny:2:8:dynamic"]["tokens_per_s"])
+      decode["tokens_per_s"] / max(r["tokens_per_s"] for r in twins))
+
+
+def test_rows_parse_once_into_typed_settings():
+  row = gpu_spec.parse("train:longlm_large:cudnn:dots:64:lhs:scan:adamw")
+  assert (row.model, row.attention, row.remat, row.batch, row.flags, row.scan, row.optimizer) == (
+      "longlm_large", "cudnn", "dots", 64, "lhs", True, "adamw")
+  assert row.xla_flags == gpu_spec.XLA_FLAG_SETS["lhs"] and row.framework == "crosstask"
+  old = gpu_spec.parse("train:longlm_large:cudnn:none:16:default:scan")  # gpu.json's rows
+  assert (old.flags, old.scan, old.optimizer) == ("default", True, "adafactor")
+  hf = gpu_spec.parse("hf-train:t5_1_1_base:32:ckpt:adamw:compile")
+  assert (hf.batch, hf.optimizer, hf.checkpointing, hf.compiled) == (32, "adamw", True, True)
+  assert hf.hf_setting() == ("batch 32, AdamW (fused on CUDA), gradient checkpointing, "
+                             "torch.compile")
+  dec = gpu_spec.parse("hf-decode:longlm_large:4:32:dynamic")
+  assert (dec.beams, dec.batch, dec.cache, dec.work) == (4, 32, "dynamic", "decode")
+  assert dec.settings() == {"model": "longlm_large", "batch": 32, "beams": 4,
+                            "cache": "dynamic", "compiled": False}
+  for bad, words in [("train:tiny:xla:none", "needs MODEL:ATTENTION:REMAT:BATCH"),
+                     ("train:tiny:xla:none:8:fast", "no option 'fast'"),
+                     ("decode:tiny:two:8", "beams must be a positive integer"),
+                     ("hf-decode:tiny:1:8:dynamic:compile", "needs the static cache"),
+                     ("train:gpt2:xla:none:8", "unknown model 'gpt2'"),
+                     ("tune:tiny", "unknown kind 'tune'")]:
+    with pytest.raises(ValueError, match=words) as e:
+      gpu_spec.parse(bad)
+    assert repr(bad) in str(e.value)
 
 
 def test_gpu_script_without_a_gpu_says_so_and_exits_0(capsys):
@@ -59,7 +107,7 @@ def test_peak_lookup_takes_the_most_specific_name():
 
 
 def test_packed_rows_look_like_the_packing_converter_s():
-  batch = gpu.packed_batch(3, 20, 10, 50)
+  batch = gpu_workload.packed_batch(3, 20, 10, 50)
   for name in ("encoder", "decoder"):
     seg, pos = batch[f"{name}_segment_ids"], batch[f"{name}_positions"]
     assert (seg >= 1).all() and (np.diff(seg, axis=1) >= 0).all()  # full rows, in order
@@ -132,3 +180,11 @@ def test_cpu_model_tells_machines_with_the_same_name_apart():
   assert harness.cpu_model(zen5) == "AMD EPYC (family 26, model 2, AVX-512)"
   assert harness.cpu_model(older) == "AMD EPYC (family 25, model 2, AVX2)"
   assert harness.cpu_model("model name\t: Some CPU\n") == "Some CPU"
+
+
+def test_results_table_takes_the_gpu_best_from_the_rows():
+  # gpu.py's JSON carries rows only; the table's best training ratio comes from them.
+  rows = [{"kind": "train", "tokens_per_s": 300.0}, {"kind": "hf-train", "tokens_per_s": 100.0},
+          {"kind": "hf-train", "tokens_per_s": 150.0}, {"kind": "decode", "tokens_per_s": 999.0}]
+  assert run_all._best_train(rows) == {"crosstask": 300.0, "hf": 150.0, "ratio": 2.0}
+  assert run_all._best_train(rows[:1])["ratio"] == 0.0  # no HF row ran

@@ -1,0 +1,173 @@
+"""crosstask's side of gpu.py: the attention check, the Trainer's step, the decoding programs.
+
+Each function runs one row in the calling process (gpu.py gives every row its own)
+and returns its raw measurement; gpu.py turns that into the JSON row.
+"""
+
+import time
+from typing import Any
+
+import gpu_spec
+import gpu_workload
+import harness
+import side_worker
+from gpu_workload import Lengths
+
+
+def model_config(model: str, **overrides: Any):
+  """The model's gin config with bf16 compute, no dropout and `overrides` bound."""
+  import sys
+  sys.path.insert(0, str(harness.ROOT))
+  from crosstask.runtime import model_gin
+  bindings = ["config.TransformerConfig.dtype = 'bfloat16'",
+              'config.TransformerConfig.dropout_rate = 0.0']
+  bindings += [f'config.TransformerConfig.{k} = {v!r}' for k, v in overrides.items()]
+  return model_gin.config_from_gin(gpu_spec.MODELS[model], bindings)
+
+
+def jax_peak_gib() -> float | None:
+  import jax
+  stats = jax.devices()[0].memory_stats() or {}
+  peak = stats.get('peak_bytes_in_use')
+  return peak / 2**30 if peak else None
+
+
+def check_masks(batch: int, length: int, causal: bool):
+  """Padding, packing and (for the decoder) causality together: rows of 2-4 packed
+  examples, row i ending in i/8 of the length as padding."""
+  import jax.numpy as jnp
+  import numpy as np
+  from crosstask.models import attention
+  seg = gpu_workload.packed_batch(batch, length, length, 100)['decoder_segment_ids']
+  valid = np.ones((batch, length), bool)
+  for i in range(batch):
+    valid[i, length - i * length // 8:] = False
+  mask = attention.AttentionMask.from_valid(jnp.asarray(valid), jnp.asarray(valid),
+                                            jnp.asarray(seg), jnp.asarray(seg), causal=causal)
+  return mask, valid
+
+
+def row_check(lengths: Lengths) -> dict[str, Any]:
+  """cuDNN's fused attention against the XLA einsum path with T5's relative bias and
+  padding, packing and causal masks at once (CPU: the XLA version of the same call)."""
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  from crosstask.models import attention
+  fused = 'cudnn' if jax.default_backend() == 'gpu' else 'dot_product'
+  b, s, h, d = 4, lengths.inputs, 16, 64
+  rng = np.random.default_rng(0)
+  q, k, v = (jnp.asarray(rng.normal(size=(b, s, h, d)), jnp.bfloat16) for _ in range(3))
+  bias = jnp.asarray(rng.normal(size=(1, h, s, s)), jnp.float32)
+  results = {}
+  for causal in (False, True):
+    mask, valid = check_masks(b, s, causal)
+    # Padded queries attend to nothing: their outputs are undefined, so compared off.
+    keep = jnp.asarray(valid)[:, :, None, None]
+
+    def xla(q, k, v, bias, mask=mask):
+      logits = jnp.einsum('bqhd,bkhd->bhqk', q, k, preferred_element_type=jnp.float32)
+      p = jax.nn.softmax(logits + bias + mask.bias(), axis=-1).astype(v.dtype)
+      return jnp.einsum('bhqk,bkhd->bqhd', p, v)
+
+    def impl(q, k, v, bias, mask=mask):
+      return attention.fused_attention(fused, q, k, v, mask, bias)
+
+    def loss(f, keep=keep):
+      return lambda *a: jnp.sum(jnp.where(keep, f(*a).astype(jnp.float32), 0.0) ** 2)
+    ref, got = (jnp.where(keep, jax.jit(f)(q, k, v, bias), 0) for f in (xla, impl))
+    gref = jax.jit(jax.grad(loss(xla), argnums=(0, 1, 2, 3)))(q, k, v, bias)
+    ggot = jax.jit(jax.grad(loss(impl), argnums=(0, 1, 2, 3)))(q, k, v, bias)
+
+    def rel(a, b):
+      a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+      return float(np.abs(a - b).max() / (np.abs(b).max() + 1e-9))
+    results['causal' if causal else 'bidirectional'] = {
+        'out_rel_err': rel(got, ref),
+        'grad_rel_err': {n: rel(x, y) for n, x, y in zip('qkvb', ggot, gref)}}
+  worst = max([r['out_rel_err'] for r in results.values()]
+              + [e for r in results.values() for e in r['grad_rel_err'].values()])
+  return {'implementation': fused, 'shape': [b, s, h, d], 'masks': 'padding+packing(+causal)',
+          'errors': results, 'worst_rel_err': worst, 'ok': worst < 2e-2}
+
+
+def optimizer(name: str, net, shapes):
+  """(tx, schedule): T5X's Adafactor (factored by `net`'s logical axes) or optax's AdamW,
+  constant rate 1e-3."""
+  from crosstask.runtime import optimizers
+  from crosstask.runtime import trainer as trainer_lib
+  fn = optimizers.adafactor if name == 'adafactor' else optimizers.adamw
+  return optimizers.create_optimizer(fn, learning_rate=1e-3,
+                                     param_axes=trainer_lib.param_logical_axes(net, shapes))
+
+
+def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
+  import jax
+  from crosstask.models.model import EncoderDecoderModel
+  from crosstask.models.network import Transformer
+  from crosstask.runtime import partitioning
+  from crosstask.runtime import trainer as trainer_lib
+  cfg = model_config(row.model, attention=row.attention, remat_policy=row.remat,
+                     scan_layers=row.scan)
+  net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
+  data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
+  shapes = {k: v.shape for k, v in data.items()}
+  tx, schedule = optimizer(row.optimizer, net, shapes)
+  trainer = trainer_lib.Trainer(net, partitioning.Partitioner(), tx, schedule, shapes)
+  start = time.perf_counter()
+  holder = {'state': trainer.init_state(0)}
+  jb = jax.device_put(data)
+  key = jax.random.key(0)
+
+  def step():
+    holder['state'], metrics = trainer.train_step(holder['state'], jb, key)
+    return metrics
+  jax.block_until_ready(step())
+  compile_s = time.perf_counter() - start
+  times = gpu_workload.timed(step, steps, jax.block_until_ready)
+  loss = float(step()['loss'])
+  return {'times': times, 'compile_s': compile_s, 'loss': loss, 'peak_gib': jax_peak_gib(),
+          'device': jax.devices()[0].device_kind}
+
+
+def decoding_model(cfg, beams: int):
+  """The model as the runtime decodes it: greedy, or HF's beam search (length penalty 1)."""
+  from crosstask.models import decoding
+  from crosstask.models.model import EncoderDecoderModel
+  from crosstask.models.network import Transformer
+  vocab = type('Vocab', (), {'eos_id': 1})()
+  kwargs = ({} if beams == 1 else {'decode_fn': decoding.beam_search,
+                                   'default_decoder_params': {'alpha': 1.0,
+                                                              'length_penalty': 'hf'}})
+  return EncoderDecoderModel(Transformer(cfg), vocab, vocab, **kwargs)
+
+
+def random_params(net, lengths: Lengths):
+  """Seeded random parameters, initialised on the device."""
+  import flax.linen as nn
+  import jax
+  shapes = {'encoder_input_tokens': (1, lengths.inputs),
+            'decoder_input_tokens': (1, lengths.new_tokens)}
+  return jax.jit(lambda: nn.unbox(net.get_initial_variables(jax.random.key(0), shapes))
+                 )()['params']
+
+
+def row_decode(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
+  import jax
+  import numpy as np
+  from crosstask.runtime import platform
+  # Decoding attends one query at a time: no fused kernel.
+  cfg = model_config(row.model, attention='xla', scan_layers=row.scan)
+  net = decoding_model(cfg, row.beams)
+  params = random_params(net, lengths)
+  inputs = gpu_workload.decode_inputs(row.batch, lengths.inputs, cfg.vocab_size)
+  feats = jax.device_put({'encoder_input_tokens': inputs, 'decoder_input_tokens':
+                          np.zeros((row.batch, lengths.new_tokens), np.int32)})
+  start = time.perf_counter()
+  fn = side_worker.decoding_fn(net, params, feats, row.beams, platform.profile())
+  seqs = fn()  # best decodes on the host [batch, length]
+  compile_s = time.perf_counter() - start
+  times = gpu_workload.timed(fn, steps, lambda _: None)  # fn's host copy waits
+  return {'times': times, 'compile_s': compile_s, 'peak_gib': jax_peak_gib(),
+          'generated_tokens': gpu_workload.decoded_positions(seqs, lengths.new_tokens),
+          'device': jax.devices()[0].device_kind}

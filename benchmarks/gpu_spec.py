@@ -1,0 +1,132 @@
+"""A gpu.py row as a typed value, parsed once from its text (`train:longlm_large:cudnn:dots:64:scan`).
+
+Why: the row text is what a person types and what gpu.json keeps as the row's name;
+every other part of the benchmark (the child that runs it, the JSON it becomes, the
+HF twin its ratio is taken against) reads the fields of one `Row`, never the text.
+
+A row is KIND:POSITIONAL...[:OPTION...]. The positional fields are fixed per kind;
+the options after them are words, each naming one setting, in any order.
+"""
+
+import dataclasses
+from typing import Any
+
+MODELS = {
+    'longlm_large': 'crosstask/gin/longlm/large.gin',
+    't5_1_1_base': 'crosstask/gin/t5_1_1/base.gin',
+    't5_1_1_large': 'crosstask/gin/t5_1_1/large.gin',
+    'tiny': 'crosstask/gin/t5_1_1/tiny.gin',  # smoke runs and tests
+}
+# XLA GPU options tried per row (a crosstask row's option word); kept in the GPU
+# profile only where a row shows they pay.
+XLA_FLAG_SETS = {
+    'default': '',
+    'lhs': '--xla_gpu_enable_latency_hiding_scheduler=true',
+    'no_triton_gemm': '--xla_gpu_enable_triton_gemm=false',
+    'no_cmd_buffer': '--xla_gpu_enable_command_buffer=',
+}
+POSITIONAL = {
+    'check': (),
+    'train': ('model', 'attention', 'remat', 'batch'),
+    'hf-train': ('model', 'batch'),
+    'decode': ('model', 'beams', 'batch'),
+    'hf-decode': ('model', 'beams', 'batch'),
+    'infer': ('model', 'batch'),
+    'hf-infer': ('model', 'batch'),
+}
+_XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('scan', True)}
+_OPTIMIZERS = {'adafactor': ('optimizer', 'adafactor'), 'adamw': ('optimizer', 'adamw')}
+_HF_DECODE = {'static': ('cache', 'static'), 'dynamic': ('cache', 'dynamic'),
+              'compile': ('compiled', True)}
+# Option word -> (field, value), per kind.
+OPTIONS = {
+    'check': {},
+    'train': {**_XLA_OPTIONS, **_OPTIMIZERS},
+    'hf-train': {**_OPTIMIZERS, 'ckpt': ('checkpointing', True), 'compile': ('compiled', True)},
+    'decode': _XLA_OPTIONS,
+    'hf-decode': _HF_DECODE,
+    'infer': _XLA_OPTIONS,
+    'hf-infer': _HF_DECODE,
+}
+_INTS = ('batch', 'beams')
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """One row's settings; defaults are what a row text leaves unsaid."""
+  text: str
+  kind: str
+  model: str | None = None
+  batch: int | None = None
+  beams: int = 1
+  attention: str | None = None  # train
+  remat: str | None = None  # train
+  optimizer: str = 'adafactor'  # train, hf-train
+  flags: str = 'default'  # crosstask rows: an XLA_FLAG_SETS name
+  scan: bool = False  # crosstask rows: each layer stack one nn.scan
+  checkpointing: bool = False  # hf-train: gradient checkpointing
+  compiled: bool = False  # hf rows: torch.compile
+  cache: str = 'static'  # hf-decode, hf-infer
+
+  @property
+  def framework(self) -> str:
+    return 'hf' if self.kind.startswith('hf-') else 'crosstask'
+
+  @property
+  def work(self) -> str:
+    """The kind of work without the framework: train, decode, infer, check."""
+    return self.kind.removeprefix('hf-')
+
+  @property
+  def xla_flags(self) -> str:
+    return XLA_FLAG_SETS[self.flags]
+
+  def settings(self) -> dict[str, Any]:
+    """The fields that mean something for this kind, for the JSON row."""
+    keep = {'model', 'batch'} | set(POSITIONAL[self.kind])
+    keep |= {field for field, _ in OPTIONS[self.kind].values()}
+    if self.work == 'decode' or self.work == 'infer':
+      keep.add('beams')
+    return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+            if f.name in keep and f.name != 'text'}
+
+  def hf_setting(self) -> str:
+    """An HF row's settings in words, as a ratio names the HF side it was taken against."""
+    if self.work == 'train':
+      words = ['AdamW (fused on CUDA)' if self.optimizer == 'adamw' else 'Adafactor']
+      words += ['gradient checkpointing'] if self.checkpointing else []
+    else:
+      words = [f'{self.cache} cache']
+    words += ['torch.compile'] if self.compiled else []
+    return f'batch {self.batch}, ' + ', '.join(words)
+
+
+def parse(text: str) -> Row:
+  """The Row of a row text; a clear error naming the row and the word it cannot read."""
+  kind, *words = text.split(':')
+  if kind not in POSITIONAL:
+    raise ValueError(f'row {text!r}: unknown kind {kind!r}; one of {list(POSITIONAL)}')
+  names = POSITIONAL[kind]
+  if len(words) < len(names):
+    raise ValueError(f'row {text!r}: {kind} needs {":".join(n.upper() for n in names)}')
+  fields: dict[str, Any] = {}
+  for name, word in zip(names, words):
+    if name in _INTS:
+      if not word.isdigit() or int(word) < 1:
+        raise ValueError(f'row {text!r}: {name} must be a positive integer, not {word!r}')
+      fields[name] = int(word)
+    else:
+      fields[name] = word
+  if fields.get('model') is not None and fields['model'] not in MODELS:
+    raise ValueError(f'row {text!r}: unknown model {fields["model"]!r}; one of {list(MODELS)}')
+  for word in words[len(names):]:
+    if word not in OPTIONS[kind]:
+      raise ValueError(f'row {text!r}: {kind} has no option {word!r}; options: '
+                       f'{sorted(OPTIONS[kind])}')
+    field, value = OPTIONS[kind][word]
+    fields[field] = value
+  row = Row(text=text, kind=kind, **fields)
+  if row.compiled and row.cache == 'dynamic' and row.work != 'train':
+    raise ValueError(f'row {text!r}: torch.compile needs the static cache (generate '
+                     'recompiles for every length of a dynamic one)')
+  return row

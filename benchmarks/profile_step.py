@@ -1,0 +1,216 @@
+"""Where a train step's time goes: a jax.profiler trace of N steps, split into categories.
+
+    python benchmarks/profile_step.py --model longlm_large --attention cudnn --remat dots \\
+        --batch 64 --scan                                   # on a GPU
+    python benchmarks/profile_step.py --quick               # tiny model on the CPU
+
+Captures `--steps` train steps of the runtime's Trainer (gpu.py's train row: bf16
+compute, f32 parameters, T5X's Adafactor or optax's AdamW, packed rows) with
+`jax.profiler.trace`, reads the trace's XPlane file with `jax.profiler.ProfileData`,
+and joins every executed XLA op (by its HLO instruction name) to the compiled
+step's HLO text, whose metadata carries the JAX name stack and the Python stack
+(file and function) each op came from. A table of the top ops by device time and the
+split into categories is printed and written as JSON (--out).
+
+Categories (trace_categories.py): matmuls, attention, loss (softmax cross-entropy and
+z-loss over the vocabulary), optimizer update, parameter casts and copies, other, and
+idle: the step's span on the device less the union of the ops' busy intervals.
+
+Verified on the CPU (tests/benchmarks/test_benchmark_profile.py, a real trace of the
+tiny model): the ops are the XLA:CPU thunks on the host plane's `tf_XLA*` threads.
+On a GPU the ops are read from the device plane's 'XLA Ops' line (one event per HLO
+op, named by it), falling back to the kernels' `hlo_op` stat; that layout follows the
+XPlane the GPU profiler writes and is not yet verified on a GPU.
+"""
+
+import argparse
+import collections
+import os
+import pathlib
+import sys
+import tempfile
+import time
+from typing import Any
+
+import gpu_crosstask
+import gpu_spec
+import gpu_workload
+import harness
+import trace_categories
+from gpu_workload import Lengths
+
+# XLA:CPU's bookkeeping events on its threads: not ops.
+_CPU_NOISE = ('ThreadpoolListener', 'ThunkExecutor', 'SlinkyThreadPool', 'end: ')
+# Control flow: its time is the time of the ops it runs, which the trace lists too.
+_CONTAINERS = ('conditional', 'while', 'call')
+
+
+def capture(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
+  """(HLO text of the compiled step, seconds per step) after tracing `steps` steps."""
+  import jax
+  from crosstask.models.model import EncoderDecoderModel
+  from crosstask.models.network import Transformer
+  from crosstask.runtime import partitioning
+  from crosstask.runtime import trainer as trainer_lib
+  cfg = gpu_crosstask.model_config(row.model, attention=row.attention, remat_policy=row.remat,
+                                   scan_layers=row.scan)
+  net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
+  data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
+  shapes = {k: v.shape for k, v in data.items()}
+  tx, schedule = gpu_crosstask.optimizer(row.optimizer, net, shapes)
+  partitioner = partitioning.Partitioner()
+  trainer = trainer_lib.Trainer(net, partitioner, tx, schedule, shapes)
+  state, batch, key = trainer.init_state(0), jax.device_put(data), jax.random.key(0)
+  compiled = trainer.compile_train_step(state, batch, key)
+  with partitioner.context():
+    for _ in range(2):  # warm-up, out of the trace
+      state, metrics = compiled(state, batch, key)
+    jax.block_until_ready(metrics)
+    with jax.profiler.trace(logdir):
+      start = time.perf_counter()
+      for _ in range(steps):
+        state, metrics = compiled(state, batch, key)
+      jax.block_until_ready(metrics)
+      seconds = (time.perf_counter() - start) / steps
+  return compiled.as_text(), seconds
+
+
+def trace_events(xplane_path: str) -> list[tuple[str, int, int]]:
+  """(HLO op name, start ns, duration ns) of every op executed in the trace: the device
+  planes' 'XLA Ops' lines where there are any (GPU, TPU), else the XLA:CPU threads."""
+  import jax
+  data = jax.profiler.ProfileData.from_file(xplane_path)
+  events = []
+  for plane in data.planes:
+    if not plane.name.startswith('/device:'):
+      continue
+    lines = {line.name: line for line in plane.lines}
+    if 'XLA Ops' in lines:
+      events += [(_op_name(e.name), int(e.start_ns), int(e.duration_ns))
+                 for e in lines['XLA Ops'].events]
+    else:  # kernels on streams, each naming the HLO op it belongs to
+      for line in plane.lines:
+        for e in line.events:
+          op = dict(e.stats).get('hlo_op')
+          if op:
+            events.append((_op_name(str(op)), int(e.start_ns), int(e.duration_ns)))
+  if events:
+    return events
+  for plane in data.planes:
+    if plane.name != '/host:CPU':
+      continue
+    for line in plane.lines:
+      if not line.name.startswith('tf_XLA'):
+        continue
+      events += [(e.name, int(e.start_ns), int(e.duration_ns)) for e in line.events
+                 if e.duration_ns > 0 and not e.name.startswith(_CPU_NOISE)]
+  return events
+
+
+def _op_name(text: str) -> str:
+  """'%fusion.12 = ...' or 'fusion.12' -> 'fusion.12'."""
+  return text.split(' ')[0].lstrip('%')
+
+
+def busy_ns(events: list[tuple[str, int, int]]) -> int:
+  """The union of the events' intervals, in ns (ops on parallel threads counted once)."""
+  total, end = 0, None
+  for _, start, dur in sorted(events, key=lambda e: e[1]):
+    stop = start + dur
+    if end is None or start >= end:
+      total += dur
+      end = stop
+    elif stop > end:
+      total += stop - end
+      end = stop
+  return total
+
+
+def breakdown(events: list[tuple[str, int, int]], hlo_text: str, steps: int,
+              top: int = 15) -> dict[str, Any]:
+  """Per step: time in each category, idle time, and the top ops by time."""
+  ops = trace_categories.parse_hlo(hlo_text)
+  per_op: dict[str, list[int]] = collections.defaultdict(list)
+  for name, _, dur in events:
+    if name not in ops or ops[name].opcode not in _CONTAINERS:
+      per_op[name].append(dur)
+  by_category = collections.Counter()
+  rows = []
+  for name, durs in per_op.items():
+    category = trace_categories.categorize(name, ops)
+    by_category[category] += sum(durs)
+    info = ops.get(name)
+    rows.append({'op': name, 'category': category, 'calls': len(durs),
+                 'ms_per_step': sum(durs) / steps / 1e6,
+                 'op_name': info.op_name if info else None})
+  span = max(s + d for _, s, d in events) - min(s for _, s, _ in events) if events else 0
+  idle = span - busy_ns(events)
+  op_total = sum(by_category.values())
+  split = {c: by_category.get(c, 0) / steps / 1e6 for c in trace_categories.CATEGORIES}
+  rows.sort(key=lambda r: -r['ms_per_step'])
+  return {'ops_ms_per_step': split, 'idle_ms_per_step': idle / steps / 1e6,
+          'span_ms_per_step': span / steps / 1e6,
+          'op_share': {c: (by_category.get(c, 0) / op_total if op_total else 0.0)
+                       for c in trace_categories.CATEGORIES},
+          'ops_seen': len(per_op), 'ops_matched_to_hlo': sum(n in ops for n in per_op),
+          'top_ops': rows[:top]}
+
+
+def profile(row: gpu_spec.Row, lengths: Lengths, steps: int, top: int = 15) -> dict[str, Any]:
+  """The breakdown of `steps` traced steps of the train row `row`, with its `top` ops."""
+  import jax
+  with tempfile.TemporaryDirectory(prefix='crosstask_profile_') as logdir:
+    hlo_text, step_s = capture(row, lengths, steps, logdir)
+    (xplane,) = pathlib.Path(logdir).rglob('*.xplane.pb')
+    events = trace_events(str(xplane))
+  if not events:
+    raise SystemExit(f'profile_step: the trace of {row.text!r} holds no XLA ops')
+  return {'row': row.text, 'settings': row.settings(), 'steps': steps,
+          'lengths': vars(lengths), 'device': jax.devices()[0].device_kind,
+          'step_s': step_s, **breakdown(events, hlo_text, steps, top)}
+
+
+def print_report(result: dict[str, Any]) -> None:
+  split = [(c, ms, f"{100 * result['op_share'][c]:.1f}%")
+           for c, ms in result['ops_ms_per_step'].items()]
+  split.append(('idle (span less busy)', result['idle_ms_per_step'], '-'))
+  print(f"{result['row']} on {result['device']}: {1e3 * result['step_s']:.1f} ms a step, "
+        f"{result['ops_seen']} ops ({result['ops_matched_to_hlo']} matched to the HLO)")
+  print(harness.table(split, ['category', 'ms / step', 'share of op time']))
+  print(harness.table([(r['op'], r['category'], r['calls'], r['ms_per_step'])
+                       for r in result['top_ops']], ['op', 'category', 'calls', 'ms / step']))
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--model', default='longlm_large', choices=list(gpu_spec.MODELS))
+  parser.add_argument('--attention', default='cudnn')
+  parser.add_argument('--remat', default='dots')
+  parser.add_argument('--batch', type=int, default=64)
+  parser.add_argument('--scan', action='store_true')
+  parser.add_argument('--optimizer', default='adafactor', choices=['adafactor', 'adamw'])
+  parser.add_argument('--lengths', default='512/512')
+  parser.add_argument('--steps', type=int, default=3, help='traced steps')
+  parser.add_argument('--quick', action='store_true',
+                      help='tiny model, xla attention, no remat, batch 8, 32/16, 2 steps')
+  parser.add_argument('--out', default=None,
+                      help='JSON path (default benchmarks/results/profile_step.json)')
+  args = parser.parse_args(argv)
+  if args.quick:
+    args.model, args.attention, args.remat, args.batch = 'tiny', 'xla', 'none', 8
+    args.lengths, args.steps = '32/16', 2
+  text = f'train:{args.model}:{args.attention}:{args.remat}:{args.batch}:{args.optimizer}'
+  row = gpu_spec.parse(text + (':scan' if args.scan else ''))
+  start_load = os.getloadavg()
+  result = profile(row, Lengths.parse(args.lengths, 0), args.steps)
+  print_report(result)
+  default = (pathlib.Path(tempfile.gettempdir()) / 'crosstask_profile_quick.json' if args.quick
+             else harness.RESULTS / 'profile_step.json')  # a smoke run is not a result
+  harness.write('profile_step', result, harness.default_threads(), start_load,
+                args.out or str(default))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.path.insert(0, str(harness.ROOT))
+  sys.exit(main())
