@@ -23,6 +23,15 @@ def env() -> dict[str, str]:
   return e
 
 
+def slurm_env(process_id: int, num_processes: int, port: int) -> dict[str, str]:
+  """What `srun` tells task `process_id` of a one-node job, and the coordinator port:
+  jax.distributed's Slurm detection reads exactly these, as under
+  scripts/launch_slurm_gpu.sh, so a test's processes start the way a cluster's do."""
+  return dict(SLURM_JOB_ID='1', SLURM_STEP_NODELIST='localhost', SLURM_STEP_NUM_NODES='1',
+              SLURM_NTASKS=str(num_processes), SLURM_PROCID=str(process_id),
+              SLURM_LOCALID=str(process_id), JAX_COORDINATOR_PORT=str(port))
+
+
 def task_flags(feature_len: int = 16) -> list[str]:
   return ["--gin.MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
           "--gin.MIXTURE_OR_TASK_MODULE='runtime_helpers'",
