@@ -354,8 +354,7 @@ def initialize_distributed(enabled: bool = False, coordinator_address: str | Non
       jax.distributed.initialize(coordinator_address=coordinator_address,
                                  num_processes=num_processes, process_id=process_id)
     except ValueError as e:  # No cluster found to fill in what was left None.
-      from crosstask.runtime.gin_utils import GinConfigError
-      raise GinConfigError(
+      raise ValueError(
           f'MULTIHOST=True, but jax.distributed.initialize could not start ({e}): launch '
           'on every worker of a Cloud TPU slice or under srun (scripts/launch_tpu_pod.sh, '
           'scripts/launch_slurm_gpu.sh), or set JAX_COORDINATOR_ADDRESS and '

@@ -94,5 +94,5 @@ def test_multihost_outside_a_cluster_says_how_to_launch():
   done = subprocess.run([sys.executable, '-c', code], cwd=rs.REPO, env=env,
                         capture_output=True, text=True, timeout=120)
   assert done.returncode != 0
-  assert 'GinConfigError: MULTIHOST=True, but jax.distributed.initialize' in done.stderr
+  assert 'ValueError: MULTIHOST=True, but jax.distributed.initialize' in done.stderr
   assert 'scripts/launch_slurm_gpu.sh' in done.stderr and 'JAX_COORDINATOR_ADDRESS' in done.stderr
