@@ -5,7 +5,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 TESTS = pathlib.Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -16,10 +15,8 @@ def env() -> dict[str, str]:
   e = dict(os.environ)
   e.update(JAX_PLATFORMS='cpu', XLA_FLAGS='--xla_force_host_platform_device_count=8',
            TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1',
-           PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]),
-           # The runs compile the same programs; JAX's persistent cache shares them.
-           JAX_COMPILATION_CACHE_DIR=os.path.join(tempfile.gettempdir(),
-                                                  f'crosstask-runtime-jax-cache-{os.getuid()}'))
+           PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]))
+  # JAX's persistent compile cache comes with os.environ: conftest.py set it for the run.
   return e
 
 

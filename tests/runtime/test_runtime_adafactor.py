@@ -27,11 +27,16 @@ def _steps(tx, params, n=4, axes=None):
   import contextlib
   ctx = adafactor.param_logical_axes(axes) if axes is not None else contextlib.nullcontext()
   out = []
+
+  @jax.jit  # One compiled step (traced inside the axes context) instead of op by op.
+  def step_fn(grads, state, params):
+    updates, state = tx.update(grads, state, params)
+    return updates, state, optax.apply_updates(params, updates)
+
   with ctx:
     state = tx.init(params)
     for step in range(n):
-      updates, state = tx.update(_grads(params, step), state, params)
-      params = optax.apply_updates(params, updates)
+      updates, state, params = step_fn(_grads(params, step), state, params)
       out.append(updates)
   return out, state
 
