@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast install-gpu bench clean
 
 $(STAMP): setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ test: $(STAMP)
 # The inner loop: everything but the end-to-end tests marked `slow`.
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow" -q tests
+
+# NVIDIA GPUs (driver >= 580): jax's CUDA 13 build into the same .venv (`.[gpu-cuda12]`
+# by hand for older drivers). Never a prerequisite of `test`: CI has no GPU.
+install-gpu: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,gpu]'
 
 # All benchmarks (~40 min on 2 cores; BENCH_ARGS=--quick for a smoke run), then the
 # table in benchmarks/README.md.

@@ -3,8 +3,11 @@ import setuptools
 
 # The core (models, runtime, benchmarks) imports without TensorFlow or SeqIO;
 # those come with the `tasks` extra, which `make` always installs.
+# The jax releases crosstask is tested on (the CPU suite on 0.10, the GPU rows on 0.11);
+# every extra that brings a jax build (gpu, tpu) names the same range.
+JAX_VERSIONS = ">=0.10,<0.12"
 CORE = [
-    "jax>=0.10",
+    f"jax{JAX_VERSIONS}",
     "flax>=0.12",
     "optax>=0.2.8",
     "orbax-checkpoint>=0.12",
@@ -40,7 +43,12 @@ SCIREPEVAL = [
 # libtpu 0.0.42.*), so the wheel always matches the installed jax. On a machine
 # without a TPU it only adds a backend that finds no device: JAX stays on the CPU
 # (or GPU) as before.
-TPU = ["jax[tpu]>=0.10"]
+TPU = [f"jax[tpu]{JAX_VERSIONS}"]
+# NVIDIA GPUs: jax's own CUDA extras pin the jax-cuda plugin of the installed jax and
+# bring CUDA, cuDNN and NCCL as wheels (no system CUDA needed). CUDA 13 needs an
+# NVIDIA driver >= 580; `gpu-cuda12` serves older drivers (>= 525).
+GPU = [f"jax[cuda13]{JAX_VERSIONS}"]
+GPU_CUDA12 = [f"jax[cuda12]{JAX_VERSIONS}"]
 TEST = [
     "pytest>=9",
     "pytest-xdist>=3.8",
@@ -59,5 +67,6 @@ setuptools.setup(
     python_requires=">=3.11",
     install_requires=CORE,
     extras_require={"tasks": TASKS, "scirepeval": SCIREPEVAL, "tpu": TPU,
+                    "gpu": GPU, "gpu-cuda12": GPU_CUDA12,
                     "test": TASKS + SCIREPEVAL + TEST},
 )

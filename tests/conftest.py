@@ -1,6 +1,8 @@
-"""Shared test set-up: 8 virtual CPU devices and the official-data fixture."""
+"""Shared test set-up: 8 virtual CPU devices, one persistent compile cache, and the
+official-data fixture."""
 
 import os
+import tempfile
 
 # Must be set before JAX initialises its backend, so here, before any test imports jax.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -8,12 +10,24 @@ _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
   os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=8").strip()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# One JAX persistent compilation cache for both xdist workers and every subprocess a
+# test starts (they inherit the environment): the tests compile the same small
+# programs many times, so a cold run warms it as it goes. Every compile counts, however
+# short (the default keeps only those over 1 s).
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(
+    tempfile.gettempdir(), f"crosstask-runtime-jax-cache-{os.getuid()}"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 import pathlib
 
 import pytest
 
+import compile_report
 from crosstask import paths
+
+
+def pytest_configure(config):
+  compile_report.register(config)  # CROSSTASK_COMPILE_REPORT=FILE: compile time per test
 
 
 @pytest.fixture

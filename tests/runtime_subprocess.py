@@ -5,7 +5,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 TESTS = pathlib.Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -27,11 +26,18 @@ def env() -> dict[str, str]:
   e = dict(os.environ)
   e.update(JAX_PLATFORMS='cpu', XLA_FLAGS='--xla_force_host_platform_device_count=8',
            TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1',
-           PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]),
-           # The runs compile the same programs; JAX's persistent cache shares them.
-           JAX_COMPILATION_CACHE_DIR=os.path.join(tempfile.gettempdir(),
-                                                  f'crosstask-runtime-jax-cache-{os.getuid()}'))
+           PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]))
+  # JAX's persistent compile cache comes with os.environ: conftest.py set it for the run.
   return e
+
+
+def slurm_env(process_id: int, num_processes: int, port: int) -> dict[str, str]:
+  """What `srun` tells task `process_id` of a one-node job, and the coordinator port:
+  jax.distributed's Slurm detection reads exactly these, as under
+  scripts/launch_slurm_gpu.sh, so a test's processes start the way a cluster's do."""
+  return dict(SLURM_JOB_ID='1', SLURM_STEP_NODELIST='localhost', SLURM_STEP_NUM_NODES='1',
+              SLURM_NTASKS=str(num_processes), SLURM_PROCID=str(process_id),
+              SLURM_LOCALID=str(process_id), JAX_COORDINATOR_PORT=str(port))
 
 
 def task_flags(feature_len: int = 16) -> list[str]:

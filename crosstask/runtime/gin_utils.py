@@ -235,7 +235,10 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
       files, bindings = saved_run_job.arguments(run_dir, files, bindings)
     parse(files, bindings, paths)
     from crosstask.runtime import partitioning
-    partitioning.initialize_distributed()
+    try:
+      partitioning.initialize_distributed()
+    except ValueError as e:  # MULTIHOST=True and no cluster to join: it says how to launch.
+      raise GinConfigError(str(e)) from e
     if job is not None:
       try:
         chosen = platform.profile()

@@ -364,11 +364,20 @@ def initialize_distributed(enabled: bool = False, coordinator_address: str | Non
   """Multi-host start-up (`jax.distributed.initialize`), off unless asked for.
 
   The entry points call it right after parsing gin, before anything touches the
-  devices (a Partitioner built by gin would otherwise see only local ones).
+  devices (a Partitioner built by gin would otherwise see only local ones). What is
+  left None, JAX's own cluster detection fills in (Cloud TPU metadata, Slurm's srun
+  variables, JAX_COORDINATOR_ADDRESS): scripts/launch_*.sh set nothing else.
   """
   if enabled and not _DISTRIBUTED:
-    jax.distributed.initialize(coordinator_address=coordinator_address,
-                               num_processes=num_processes, process_id=process_id)
+    try:
+      jax.distributed.initialize(coordinator_address=coordinator_address,
+                                 num_processes=num_processes, process_id=process_id)
+    except ValueError as e:  # No cluster found to fill in what was left None.
+      raise ValueError(
+          f'MULTIHOST=True, but jax.distributed.initialize could not start ({e}): launch '
+          'on every worker of a Cloud TPU slice or under srun (scripts/launch_tpu_pod.sh, '
+          'scripts/launch_slurm_gpu.sh), or set JAX_COORDINATOR_ADDRESS and '
+          'partitioning.initialize_distributed.num_processes / process_id.') from e
     _DISTRIBUTED.append(True)
 
 

@@ -1,7 +1,9 @@
 """One of two CPU processes (4 devices each) training one step on meshes that are not
 host-major; test_runtime_multihost_input.py starts two and compares with one process.
 
-Usage: multihost_input_worker.py PROCESS_ID PORT OUT_JSON
+Usage: multihost_input_worker.py OUT_JSON, with Slurm's task variables set
+(runtime_subprocess.slurm_env): the process id and coordinator come from JAX's cluster
+detection, through the entry points' own start-up (partitioning.initialize_distributed).
 Each host loads only the examples its `Partitioner.host_input` names: shard
 `shard_index` of `num_shards` of a fixed example pool (every num_shards-th example, as
 tf.data sharding does), `batch_size` rows.
@@ -36,10 +38,9 @@ def host_rows(host) -> np.ndarray:
   return np.arange(host.shard_index, GLOBAL_BATCH, host.num_shards)[:host.batch_size]
 
 
-def main(process_id: int, port: int, out: str) -> None:
-  jax.distributed.initialize(coordinator_address=f'localhost:{port}', num_processes=2,
-                             process_id=process_id)
+def main(out: str) -> None:
   from crosstask.runtime import partitioning
+  partitioning.initialize_distributed(enabled=True)
   import test_runtime_partitioning as tp
   pool = tp._batch(GLOBAL_BATCH)
   results = {}
@@ -69,4 +70,4 @@ def main(process_id: int, port: int, out: str) -> None:
 
 
 if __name__ == '__main__':
-  main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
+  main(sys.argv[1])

@@ -25,10 +25,15 @@ def _grads(params, step):
 
 def _steps(tx, params, n=4):
   out = []
+
+  @jax.jit  # One compiled step instead of op by op.
+  def step_fn(grads, state, params):
+    updates, state = tx.update(grads, state, params)
+    return updates, state, optax.apply_updates(params, updates)
+
   state = tx.init(params)
   for step in range(n):
-    updates, state = tx.update(_grads(params, step), state, params)
-    params = optax.apply_updates(params, updates)
+    updates, state, params = step_fn(_grads(params, step), state, params)
     out.append(updates)
   return out, state
 

@@ -49,12 +49,11 @@ def test_any_mesh_layout_gets_the_rows_its_devices_hold():
 
 
 _TWO_HOSTS = textwrap.dedent("""
-    import json, sys
+    import json
     import jax, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
-    jax.distributed.initialize(f'localhost:{sys.argv[1]}', num_processes=2,
-                               process_id=int(sys.argv[2]))
-    from crosstask.runtime import batching
+    from crosstask.runtime import batching, partitioning
+    partitioning.initialize_distributed(enabled=True)  # Slurm's variables: rs.slurm_env
     # The data axis alternates between the hosts: not host-major.
     by_host = [[d for d in jax.devices() if d.process_index == p] for p in (0, 1)]
     order = [d for pair in zip(*by_host) for d in pair]
@@ -74,8 +73,8 @@ def test_two_hosts_on_a_mesh_that_is_not_host_major_compute_every_row_once(tmp_p
     port = s.getsockname()[1]
   env = rs.env()
   env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
-  procs = [subprocess.Popen([sys.executable, "-c", _TWO_HOSTS, str(port), str(i)], cwd=rs.REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  procs = [subprocess.Popen([sys.executable, "-c", _TWO_HOSTS], cwd=rs.REPO,
+                            env={**env, **rs.slurm_env(i, 2, port)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
            for i in (0, 1)]
   outs = [p.communicate(timeout=600) for p in procs]
   for p, (_, err) in zip(procs, outs):

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import socket
-import tempfile
 import subprocess
 
 import gin
@@ -23,10 +22,6 @@ from crosstask.models import config as config_lib
 from crosstask.models import network
 from crosstask.runtime import checkpoints, faults, gin_utils, train_lib
 
-# The runs compile the same small programs; share them like the subprocess tests do.
-jax.config.update('jax_compilation_cache_dir',
-                  os.path.join(tempfile.gettempdir(), f'crosstask-runtime-jax-cache-{os.getuid()}'))
-jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)
 
 
 def _train(model_dir, steps: int, *bindings: str, task: str = 'runtime_counted', model=None):

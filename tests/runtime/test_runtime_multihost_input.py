@@ -27,8 +27,8 @@ def test_hosts_load_the_rows_their_devices_hold_on_meshes_that_are_not_host_majo
   port = _free_port()
   outs = [tmp_path / f'{i}.json' for i in range(2)]
   logs = [tmp_path / f'{i}.log' for i in range(2)]
-  procs = [subprocess.Popen([sys.executable, str(HERE / 'multihost_input_worker.py'), str(i),
-                             str(port), str(outs[i])], cwd=rs.REPO, env=env,
+  procs = [subprocess.Popen([sys.executable, str(HERE / 'multihost_input_worker.py'),
+                             str(outs[i])], cwd=rs.REPO, env={**env, **rs.slurm_env(i, 2, port)},
                             stdout=open(logs[i], 'w'), stderr=subprocess.STDOUT)
            for i in range(2)]
   with rs.reaped(procs):

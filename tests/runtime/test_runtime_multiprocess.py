@@ -1,6 +1,7 @@
 """Two processes x four CPU devices train exactly like one process with eight devices,
-through a checkpoint save and a restart (jax.distributed; CPU collectives through gloo,
-the default of jax_cpu_collectives_implementation in jax 0.10).
+through a checkpoint save and a restart (jax.distributed started by its Slurm detection
+from the variables srun sets, as scripts/launch_slurm_gpu.sh does; CPU collectives
+through gloo, the default of jax_cpu_collectives_implementation in jax 0.10).
 
 Unshuffled and unpacked, the two hosts' shards of a batch are the one-host batch's
 rows in another order; losses are sums over rows, so they agree to float rounding.
@@ -33,12 +34,9 @@ def _free_port() -> int:
 def _start(model_dir, steps, log, process: tuple[int, int]):
   env = rs.env()
   env['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'
-  cmd = rs.train_cmd(model_dir, steps, *FLAGS)
   pid, port = process
-  cmd += ['--gin.MULTIHOST=True',
-          f"--gin.partitioning.initialize_distributed.coordinator_address='localhost:{port}'",
-          '--gin.partitioning.initialize_distributed.num_processes=2',
-          f'--gin.partitioning.initialize_distributed.process_id={pid}']
+  env.update(rs.slurm_env(pid, 2, port))  # As srun starts a task: only MULTIHOST is set.
+  cmd = rs.train_cmd(model_dir, steps, *FLAGS, '--gin.MULTIHOST=True')
   return subprocess.Popen(cmd, cwd=rs.REPO, env=env, stdout=open(log, 'w'),
                           stderr=subprocess.STDOUT)
 
