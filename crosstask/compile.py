@@ -63,7 +63,7 @@ def _train_steps(files: Sequence[str], bindings: Sequence[str]) -> int | None:
     for binding in bindings:
       gin.parse_config(binding)
     steps = gin.query_parameter('%TRAIN_STEPS')
-  except Exception:  # pylint: disable=broad-except  # load_job reports a bad config.
+  except Exception:  # pylint: disable=broad-except  # load_run reports a bad config.
     return None
   finally:
     gin.clear_config()

@@ -6,15 +6,14 @@ On a trained run, its saved config gives model, vocabulary, task and lengths:
 
 import functools
 
+from crosstask import report_guard
 from crosstask.runtime import gin_utils, infer_lib, saved_run
 
 
 def main() -> None:
   # The leakage guard sees what the run trained on before any reported split is read.
-  # Imported here: the module itself imports without SeqIO or TensorFlow.
-  from crosstask.tasks.clue import leakage  # pylint: disable=import-outside-toplevel
   gin_utils.run_main(
-      functools.partial(infer_lib.infer, report_guard=leakage.check_run),
+      functools.partial(infer_lib.infer, report_guard=report_guard.check),
       what='infer_script.infer', job='infer',
       saved_run_job=saved_run.INFER)
 

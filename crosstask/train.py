@@ -2,14 +2,13 @@
 
 import functools
 
+from crosstask import report_guard
 from crosstask.runtime import gin_utils, train_lib
 
 
 def main() -> None:
   # The leakage guard sees what the run trained on before any reported split is read.
-  # Imported here: the module itself imports without SeqIO or TensorFlow.
-  from crosstask.tasks.clue import leakage  # pylint: disable=import-outside-toplevel
-  gin_utils.run_main(functools.partial(train_lib.train, report_guard=leakage.check_run),
+  gin_utils.run_main(functools.partial(train_lib.train, report_guard=report_guard.check),
                      what='train_script.train', job='train')
 
 

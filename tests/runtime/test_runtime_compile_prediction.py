@@ -109,8 +109,8 @@ def test_traffic_of_a_scanned_loop_matches_the_unrolled_program():
 
 
 def _compile(where: aot.Target, scan: bool) -> compile_report.Report:
-  job = aot.load_job([TINY], DEEP + ([SCANNED] if scan else []))
-  return aot.compile_step(job, where.devices, chip=where.chip, topology=where.name)
+  run = aot.load_run([TINY], DEEP + ([SCANNED] if scan else []), where.devices)
+  return aot.compile_step(run, chip=where.chip, topology=where.name)
 
 
 @pytest.mark.slow
@@ -123,7 +123,7 @@ def test_scanned_and_unrolled_compiles_predict_the_same_step(topology_name):
   assert scanned.model_options['scan_layers'] and not unrolled.model_options['scan_layers']
   # XLA's own count falls by about the layer count when the stacks are scanned.
   assert scanned.flops_per_chip < 0.5 * unrolled.flops_per_chip
-  cfg = aot.load_job([TINY], DEEP).config
+  cfg = aot.load_run([TINY], DEEP, where.devices).model.module.config
   for r in (unrolled, scanned):
     remat = dataclasses.replace(cfg, remat_policy=r.model_options['remat_policy'])
     # The prediction's FLOPs are the model count (remat recompute on top).

@@ -15,14 +15,14 @@ def test_baseline_table_on_sample(monkeypatch):
   monkeypatch.delenv(paths.DATA_DIR_ENV, raising=False)
   rows = {r["task"]: r for r in demo.baseline_rows()}
   assert set(rows) == {"csl_zh_abstract_to_title", "csl_zh_abstract_to_keywords",
-                       "csl_zh_title_to_category", "csl_zh_abstract_to_discipline",
+                       "csl_zh_discipline_to_category", "csl_zh_abstract_to_discipline",
                        "csl_zh_abstract_to_title_and_keywords"}
   train = list(readers.read_records("train"))
   dev = list(readers.read_records("dev"))
   top = collections.Counter(r["category"] for r in train).most_common(1)[0][0]
   expected = 100 * sum(r["category"] == top for r in dev) / len(dev)
-  assert rows["csl_zh_title_to_category"]["accuracy"] == pytest.approx(expected)
-  assert rows["csl_zh_title_to_category"]["examples"] == 30
+  assert rows["csl_zh_discipline_to_category"]["accuracy"] == pytest.approx(expected)
+  assert rows["csl_zh_discipline_to_category"]["examples"] == 30
   title = rows["csl_zh_abstract_to_title"]
   assert 10 < title["rougeL"] < 90 and 0 < title["bleu"] < 90
   assert 0 < rows["csl_zh_abstract_to_keywords"]["keyword_f1"] < 60
