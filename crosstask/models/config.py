@@ -24,7 +24,11 @@ class TransformerConfig:
   its inputs), "dots" keeps every matmul output (`dots_saveable`, attention logits
   included), "minimal" keeps the weight matmul outputs only
   (`dots_with_no_batch_dims_saveable`) and recomputes attention, norms and
-  activations; "auto" is read as "none" (models/remat.py).
+  activations; "auto" is read as "none" (models/remat.py). What is kept shrinks in
+  that order (none, dots, minimal, full), and so does the memory XLA plans for a
+  scanned stack; in an unrolled stack each policy still plans less than "none", but
+  XLA:CPU's scheduler can place the recomputation so that the order differs
+  (tests/models/test_models_remat.py).
   `attention` picks the attention implementation: "xla" (einsum; "auto" is read as
   "xla"), "dot_product", "cudnn" or "flash" (fused kernels that skip dropout on the
   attention probabilities; models/attention.py).
