@@ -8,6 +8,8 @@
 #   3. the decoding rows with their rooflines, against HF's static (eager and
 #      compiled) and dynamic caches
 #   4. the eval-only job end to end (infer / hf-infer; needs SeqIO and TensorFlow)
+# `--profiles` runs the profiles alone (train step and greedy decode, raw traces kept)
+# with the rows they are read against; `--quick-profiles` is its CPU smoke run.
 # Everything goes under $OUT (default: a temporary directory): profile_step.json,
 # profile_step.txt, gpu.json and gpu.txt. Rows the deadline leaves out are recorded
 # as not_run, with the reason.
@@ -28,12 +30,30 @@ if ! "$PY" -c 'import gin' 2>/dev/null; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-if [[ "${1:-}" == "--quick" ]]; then
+MODE=${1:-}
+if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" ]]; then
   M=tiny; ATT=xla; LEN=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1)
-  PROFILE=(--quick); DEADLINE=3000; TIMEOUT=1200; B=8; BIG=8; DEC=8
+  PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
+  B=8; BIG=8; DEC=8; BASE=tiny
 else
   M=longlm_large; ATT=cudnn; LEN=(--steps=5); DEADLINE=330; TIMEOUT=240; B=16; BIG=64; DEC=32
-  PROFILE=(--model=longlm_large --attention=cudnn --remat=dots --batch=64 --scan --steps=3)
+  PROFILE=(--model=longlm_large --attention=cudnn --remat=dots --batch=64 --scan --steps=2)
+  DECODE_PROFILE=(--model=longlm_large --decode --batch=32 --scan --steps=1); BASE=t5_1_1_base
+fi
+
+if [[ "$MODE" == "--profiles" || "$MODE" == "--quick-profiles" ]]; then
+  # Where the time goes, before changing anything: the train step and one greedy
+  # decode, each with its raw trace and HLO kept (gzipped) under $OUT/raw, then the
+  # rows those profiles are read against. Eight files come back at most.
+  "$PY" benchmarks/profile_step.py "${PROFILE[@]}" --out="$OUT/profile_train.json" \
+    --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "train profile failed (above)"
+  "$PY" benchmarks/profile_step.py "${DECODE_PROFILE[@]}" --out="$OUT/profile_decode.json" \
+    --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
+  "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="${PROFILE_ROWS_DEADLINE:-150}" \
+    --timeout_s="$TIMEOUT" --out="$OUT/gpu.json" --rows "train:$M:$ATT:dots:$BIG:scan" \
+    "decode:$M:1:$DEC:scan" "hf-train:$M:$B:adamw" "train:$BASE:$ATT:dots:$BIG:scan" | tee -a "$OUT/log.txt"
+  echo "results under $OUT"
+  exit 0
 fi
 
 "$PY" benchmarks/profile_step.py "${PROFILE[@]}" --out="$OUT/profile_step.json" \

@@ -1,8 +1,13 @@
-"""Where a train step's time goes: a jax.profiler trace of N steps, split into categories.
+"""Where a train step's (or a decode's) time goes: a jax.profiler trace, split into categories.
 
     python benchmarks/profile_step.py --model longlm_large --attention cudnn --remat dots \\
         --batch 64 --scan                                   # on a GPU
+    python benchmarks/profile_step.py --decode --batch 32 --scan   # one greedy decode
     python benchmarks/profile_step.py --quick               # tiny model on the CPU
+
+`--decode` traces whole decodes (encoder and loop, gpu.py's decode row) instead: the
+table is then per decode call, and `ms_per_token_step` divides it by the new tokens.
+`--save_raw DIR` keeps the gzipped trace and HLO text there, to read them again later.
 
 Captures `--steps` train steps of the runtime's Trainer (gpu.py's train row: bf16
 compute, f32 parameters, T5X's Adafactor or optax's AdamW, packed rows) with
@@ -73,6 +78,49 @@ def capture(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
       jax.block_until_ready(metrics)
       seconds = (time.perf_counter() - start) / steps
   return compiled.as_text(), seconds
+
+
+def capture_decode(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
+  """(HLO text of the compiled loop and encoder, seconds per decode) after tracing `steps`
+  whole decodes of gpu.py's decode row."""
+  import jax
+  import numpy as np
+  from crosstask.runtime import platform
+  cfg = gpu_crosstask.model_config(row.model, attention='xla', scan_layers=row.scan)
+  net = gpu_crosstask.decoding_model(cfg, row.beams)
+  params = gpu_crosstask.random_params(net, lengths)
+  inputs = gpu_workload.decode_inputs(row.batch, lengths.inputs, cfg.vocab_size)
+  batch = jax.device_put({'encoder_input_tokens': inputs, 'decoder_input_tokens':
+                          np.zeros((row.batch, lengths.new_tokens), np.int32)})
+  prof = platform.profile()
+  encode, loop = net.decoding_programs(num_decodes=row.beams)
+  encode = jax.jit(encode, compiler_options=prof.decoding_compiler_options('encoder') or None)
+  loop = jax.jit(loop, compiler_options=prof.decoding_compiler_options('loop') or None)
+  rng = jax.random.PRNGKey(0)
+  encoded = encode(params, batch)
+  loop_c = loop.lower(params, batch, *encoded, rng).compile()
+  encode_c = encode.lower(params, batch).compile()
+  for _ in range(2):  # warm-up, out of the trace
+    jax.block_until_ready(loop_c(params, batch, *encode_c(params, batch), rng))
+  with jax.profiler.trace(logdir):
+    start = time.perf_counter()
+    for _ in range(steps):
+      out = loop_c(params, batch, *encode_c(params, batch), rng)
+    jax.block_until_ready(out)
+    seconds = (time.perf_counter() - start) / steps
+  return loop_c.as_text() + '\n' + encode_c.as_text(), seconds
+
+
+def save_raw(directory: str, xplane: pathlib.Path, hlo_text: str, stem: str) -> None:
+  """The trace and the HLO text, gzipped, for reading again without the machine."""
+  import gzip
+  import shutil
+  out = pathlib.Path(directory)
+  out.mkdir(parents=True, exist_ok=True)
+  with open(xplane, 'rb') as src, gzip.open(out / f'{stem}.xplane.pb.gz', 'wb') as dst:
+    shutil.copyfileobj(src, dst)
+  with gzip.open(out / f'{stem}.hlo.txt.gz', 'wt') as dst:
+    dst.write(hlo_text)
 
 
 def trace_events(xplane_path: str) -> list[tuple[str, int, int]]:
@@ -156,18 +204,26 @@ def breakdown(events: list[tuple[str, int, int]], hlo_text: str, steps: int,
           'top_ops': rows[:top]}
 
 
-def profile(row: gpu_spec.Row, lengths: Lengths, steps: int, top: int = 15) -> dict[str, Any]:
-  """The breakdown of `steps` traced steps of the train row `row`, with its `top` ops."""
+def profile(row: gpu_spec.Row, lengths: Lengths, steps: int, top: int = 15,
+            raw_dir: str | None = None) -> dict[str, Any]:
+  """The breakdown of `steps` traced steps of the train (or decode) row `row`, with its
+  `top` ops; the raw trace and HLO kept under `raw_dir` when given."""
   import jax
+  decode = row.work == 'decode'
   with tempfile.TemporaryDirectory(prefix='crosstask_profile_') as logdir:
-    hlo_text, step_s = capture(row, lengths, steps, logdir)
+    hlo_text, step_s = (capture_decode if decode else capture)(row, lengths, steps, logdir)
     (xplane,) = pathlib.Path(logdir).rglob('*.xplane.pb')
+    if raw_dir:
+      save_raw(raw_dir, xplane, hlo_text, 'decode' if decode else 'train')
     events = trace_events(str(xplane))
   if not events:
     raise SystemExit(f'profile_step: the trace of {row.text!r} holds no XLA ops')
-  return {'row': row.text, 'settings': row.settings(), 'steps': steps,
-          'lengths': vars(lengths), 'device': jax.devices()[0].device_kind,
-          'step_s': step_s, **breakdown(events, hlo_text, steps, top)}
+  result = {'row': row.text, 'settings': row.settings(), 'steps': steps,
+            'lengths': vars(lengths), 'device': jax.devices()[0].device_kind,
+            'step_s': step_s, **breakdown(events, hlo_text, steps, top)}
+  if decode:
+    result['ms_per_token_step'] = 1e3 * step_s / lengths.new_tokens
+  return result
 
 
 def print_report(result: dict[str, Any]) -> None:
@@ -191,6 +247,12 @@ def main(argv=None) -> int:
   parser.add_argument('--optimizer', default='adafactor', choices=['adafactor', 'adamw'])
   parser.add_argument('--lengths', default='512/512')
   parser.add_argument('--steps', type=int, default=3, help='traced steps')
+  parser.add_argument('--decode', action='store_true',
+                      help="trace whole decodes (gpu.py's decode row) instead of train steps")
+  parser.add_argument('--beams', type=int, default=1, help='--decode: 1 is greedy')
+  parser.add_argument('--new_tokens', type=int, default=128, help='--decode: tokens decoded')
+  parser.add_argument('--save_raw', default=None,
+                      help='directory for the gzipped trace and HLO text')
   parser.add_argument('--quick', action='store_true',
                       help='tiny model, xla attention, no remat, batch 8, 32/16, 2 steps')
   parser.add_argument('--out', default=None,
@@ -199,10 +261,15 @@ def main(argv=None) -> int:
   if args.quick:
     args.model, args.attention, args.remat, args.batch = 'tiny', 'xla', 'none', 8
     args.lengths, args.steps = '32/16', 2
-  text = f'train:{args.model}:{args.attention}:{args.remat}:{args.batch}:{args.optimizer}'
+    args.new_tokens = min(args.new_tokens, 6)
+  if args.decode:
+    text = f'decode:{args.model}:{args.beams}:{args.batch}'
+  else:
+    text = f'train:{args.model}:{args.attention}:{args.remat}:{args.batch}:{args.optimizer}'
   row = gpu_spec.parse(text + (':scan' if args.scan else ''))
   start_load = os.getloadavg()
-  result = profile(row, Lengths.parse(args.lengths, 0), args.steps)
+  result = profile(row, Lengths.parse(args.lengths, args.new_tokens), args.steps,
+                   raw_dir=args.save_raw)
   print_report(result)
   default = (pathlib.Path(tempfile.gettempdir()) / 'crosstask_profile_quick.json' if args.quick
              else harness.RESULTS / 'profile_step.json')  # a smoke run is not a result
