@@ -8,7 +8,8 @@ _ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "linear")
 _DTYPES = ("float32", "bfloat16", "float16")
 # "auto" is for the runtime's platform profile to replace; the model reads it as the
 # first real choice ("none" remat, "xla" attention).
-REMAT_POLICIES = ("auto", "none", "full", "dots", "minimal")
+REMAT_POLICIES = ("auto", "none", "full", "dots", "minimal", "dots_attention",
+                  "dots_attention_norms")
 ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "flash")
 
 
@@ -24,7 +25,9 @@ class TransformerConfig:
   its inputs), "dots" keeps every matmul output (`dots_saveable`, attention logits
   included), "minimal" keeps the weight matmul outputs only
   (`dots_with_no_batch_dims_saveable`) and recomputes attention, norms and
-  activations; "auto" is read as "none" (models/remat.py). What is kept shrinks in
+  activations; "dots_attention" keeps the fused attention kernel's outputs too (no
+  attention forward runs twice), "dots_attention_norms" also RMSNorm's outputs (no norm
+  is recomputed); "auto" is read as "none" (models/remat.py). What is kept shrinks in
   that order (none, dots, minimal, full), and so does the memory XLA plans for a
   scanned stack; in an unrolled stack each policy still plans less than "none", but
   XLA:CPU's scheduler can place the recomputation so that the order differs

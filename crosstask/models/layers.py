@@ -10,8 +10,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.ad_checkpoint import checkpoint_name
 
 from crosstask.models import attention
+from crosstask.models import remat
 from crosstask.models.config import TransformerConfig
 
 NEG_INF = attention.NEG_INF
@@ -57,7 +59,8 @@ class RMSNorm(nn.Module):
     y = x * jax.lax.rsqrt(var + cfg.layer_norm_epsilon)
     scale = _param(self, "scale", nn.initializers.ones, (x.shape[-1],), ("embed",),
                    cfg.params_dtype)
-    return (y * scale.astype(jnp.float32)).astype(cfg.compute_dtype)
+    out = (y * scale.astype(jnp.float32)).astype(cfg.compute_dtype)
+    return checkpoint_name(out, remat.NORM_OUTPUT)
 
 
 class Embed(nn.Module):

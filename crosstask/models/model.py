@@ -209,6 +209,7 @@ class EncoderDecoderModel:
     dec_in = batch["decoder_input_tokens"]
     max_len = dec_in.shape[1]
     module = self.module
+    params = params_for_decoding(params, module.config.compute_dtype)
     # Encoder keys/values stay out of the loop state at batch B: the loop neither
     # repeats them per beam nor reorders them every step (see layers.MultiHeadAttention).
     static_cache, cache = _split_cross_cache(init_cache)
@@ -236,6 +237,31 @@ class EncoderDecoderModel:
     seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
                                   max_decode_len=max_len, **kwargs)
     return seqs.astype(jnp.int32), scores.astype(jnp.float32)
+
+
+# Parameters the network reads only through a cast to the compute dtype: every
+# projection kernel and the embedding (layers.py). Norm scales and the position-bias
+# tables are read in float32 and are left as they are.
+_READ_IN_COMPUTE_DTYPE = frozenset({"query", "key", "value", "out", "wi", "wo", "embedding",
+                                    "logits_dense"})
+
+
+def params_for_decoding(params, compute_dtype) -> Any:
+  """`params` with every leaf the network casts to `compute_dtype` cast once, here.
+
+  Why: inside the decoding loop XLA converts the float32 weights again at every step
+  (it does not hoist the converts out of the while loop), so each step read the
+  weights twice over in float32. Cast once before the loop, a step reads them once in
+  the compute dtype; the network's own cast is then a no-op, so decodes are the same
+  token for token.
+  """
+  def cast(path, leaf):
+    name = str(getattr(path[-1], "key", path[-1]))
+    wanted = name in _READ_IN_COMPUTE_DTYPE or name.startswith("wi_")
+    if wanted and jnp.issubdtype(leaf.dtype, jnp.floating) and leaf.dtype != compute_dtype:
+      return leaf.astype(compute_dtype)
+    return leaf
+  return jax.tree_util.tree_map_with_path(cast, params)
 
 
 def _split_cross_cache(cache) -> tuple[dict, dict]:

@@ -10,11 +10,35 @@ from collections.abc import Callable
 import flax.linen as nn
 import jax
 
+# The fused attention kernels' forward primitives (cuDNN's, as jax binds it inside its
+# custom_vjp): saving their outputs (the attention output and the softmax statistics)
+# spares the backward pass a second forward kernel per layer.
+_ATTENTION_FORWARD = frozenset({"dot_product_attention_fwd", "dot_product_attention_fwd_wrapper"})
+# checkpoint_name of RMSNorm's output (layers.RMSNorm), the input of every projection.
+NORM_OUTPUT = "norm_output"
+
+
+def _dots_and_attention(prim, *avals, **params) -> bool:
+  return (prim.name in _ATTENTION_FORWARD
+          or jax.checkpoint_policies.dots_saveable(prim, *avals, **params))
+
+
+_save_norms = jax.checkpoint_policies.save_only_these_names(NORM_OUTPUT)
+
+
+def _dots_attention_and_norms(prim, *avals, **params) -> bool:
+  return _dots_and_attention(prim, *avals, **params) or _save_norms(prim, *avals, **params)
+
+
 # name -> jax.checkpoint policy (None: save only the layer's inputs).
 POLICIES: dict[str, Callable[..., bool] | None] = {
     "full": None,
     "dots": jax.checkpoint_policies.dots_saveable,
     "minimal": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    # dots, and the fused attention forward's outputs: no attention kernel runs twice.
+    "dots_attention": _dots_and_attention,
+    # ... and the normalised inputs of the projections: no norm is recomputed either.
+    "dots_attention_norms": _dots_attention_and_norms,
 }
 NO_REMAT = ("auto", "none")
 
