@@ -10,6 +10,7 @@ otherwise `prompt_with_targets=True` forces the leading nonzero tokens of
 `batch['decoder_input_tokens'][:, 1:]` (the targets after the start token 0).
 """
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -22,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from crosstask.models import decoding
+from crosstask.models import layer_stacking
 from crosstask.models import losses
 
 Batch = Mapping[str, jax.Array]
@@ -191,12 +193,27 @@ class EncoderDecoderModel:
     return self._predict_loop(params, batch, encoded, cache, rng, decoder_items=decoder_items,
                               num_decodes=num_decodes, prompt_with_targets=prompt_with_targets)
 
+  def _decoding_network(self, params) -> tuple[nn.Module, Any]:
+    """(network, params) that decode step by step: a scanned stack decodes unrolled.
+
+    Why: a step of a scanned decoder slices every layer's weights out of the stacked
+    arrays and copies the stacked self-attention caches whole at every token (the
+    profile in benchmarks/README.md); unrolled, each layer reads its own weights and
+    updates its own cache in place. The unrolled network computes the same layers.
+    """
+    cfg = self.module.config
+    if not cfg.scan_layers:
+      return self.module, params
+    unrolled = self.module.clone(config=dataclasses.replace(cfg, scan_layers=False))
+    return unrolled, layer_stacking.unstack_layers(params)
+
   def _predict_encoder(self, params, batch):
     """(encoder output, decoding cache): the encoder, and its keys/values projected once."""
     enc = batch["encoder_input_tokens"]
     dec_in = batch["decoder_input_tokens"]
     module = self.module
     encoded = module.apply({"params": params}, enc, method=module.encode)
+    module, params = self._decoding_network(params)
     # One dummy token: sizes the self-attention caches and projects encoder keys/values once.
     _, init = module.apply({"params": params}, encoded, enc, jnp.zeros_like(dec_in[:, :1]),
                            decode=True, max_decode_length=dec_in.shape[1], method=module.decode,
@@ -208,7 +225,7 @@ class EncoderDecoderModel:
     enc = batch["encoder_input_tokens"]
     dec_in = batch["decoder_input_tokens"]
     max_len = dec_in.shape[1]
-    module = self.module
+    module, params = self._decoding_network(params)
     params = params_for_decoding(params, module.config.compute_dtype)
     # Encoder keys/values stay out of the loop state at batch B: the loop neither
     # repeats them per beam nor reorders them every step (see layers.MultiHeadAttention).
