@@ -2,7 +2,7 @@
 # One lent GPU session's measurements in one call (about 8 minutes on an H100):
 #   0. the cuDNN-vs-XLA attention check (padding, packing and causal masks together)
 #   1. the profile of LongLM-large's train step at the current best setting
-#      (cudnn, remat dots, scan, batch 64): top ops and the split into categories
+#      (cudnn, remat dots_attention, scan, batch 64): top ops and the split into categories
 #   2. the fair HF training rows (Adafactor / fused AdamW, with and without gradient
 #      checkpointing, torch.compile last) beside crosstask's best, Adafactor and AdamW
 #   3. the decoding rows with their rooflines, against HF's static (eager and
@@ -37,7 +37,7 @@ if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" ]]; then
   B=8; BIG=8; DEC=8; BASE=tiny
 else
   M=longlm_large; ATT=cudnn; LEN=(--steps=5); DEADLINE=330; TIMEOUT=240; B=16; BIG=64; DEC=32
-  PROFILE=(--model=longlm_large --attention=cudnn --remat=dots --batch=64 --scan --steps=2)
+  PROFILE=(--model=longlm_large --attention=cudnn --remat=dots_attention --batch=64 --scan --steps=2)
   DECODE_PROFILE=(--model=longlm_large --decode --batch=32 --scan --steps=1); BASE=t5_1_1_base
 fi
 
@@ -50,8 +50,8 @@ if [[ "$MODE" == "--profiles" || "$MODE" == "--quick-profiles" ]]; then
   "$PY" benchmarks/profile_step.py "${DECODE_PROFILE[@]}" --out="$OUT/profile_decode.json" \
     --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
   "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="${PROFILE_ROWS_DEADLINE:-150}" \
-    --timeout_s="$TIMEOUT" --out="$OUT/gpu.json" --rows "train:$M:$ATT:dots:$BIG:scan" \
-    "decode:$M:1:$DEC:scan" "hf-train:$M:$B:adamw" "train:$BASE:$ATT:dots:$BIG:scan" | tee -a "$OUT/log.txt"
+    --timeout_s="$TIMEOUT" --out="$OUT/gpu.json" --rows "train:$M:$ATT:dots_attention:$BIG:scan" \
+    "decode:$M:1:$DEC:scan" "hf-train:$M:$B:adamw" "train:$BASE:$ATT:dots_attention:$BIG:scan" | tee -a "$OUT/log.txt"
   echo "results under $OUT"
   exit 0
 fi
@@ -60,8 +60,8 @@ fi
   | tee "$OUT/profile_step.txt" || echo "profile_step.py failed (above); the rows still run"
 
 ROWS=(
-  check "train:$M:$ATT:dots:$BIG:scan" "hf-train:$M:$B:adamw" "hf-train:$M:$B"
-  "hf-train:$M:$BIG:adamw:ckpt" "train:$M:$ATT:dots:$BIG:scan:adamw"
+  check "train:$M:$ATT:dots_attention:$BIG:scan" "hf-train:$M:$B:adamw" "hf-train:$M:$B"
+  "hf-train:$M:$BIG:adamw:ckpt" "train:$M:$ATT:dots_attention:$BIG:scan:adamw"
   "decode:$M:1:$DEC:scan" "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:compile"
   "hf-decode:$M:1:$DEC:dynamic"
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"

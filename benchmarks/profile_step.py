@@ -1,6 +1,6 @@
 """Where a train step's (or a decode's) time goes: a jax.profiler trace, split into categories.
 
-    python benchmarks/profile_step.py --model longlm_large --attention cudnn --remat dots \\
+    python benchmarks/profile_step.py --model longlm_large --attention cudnn --remat dots_attention \\
         --batch 64 --scan                                   # on a GPU
     python benchmarks/profile_step.py --decode --batch 32 --scan   # one greedy decode
     python benchmarks/profile_step.py --quick               # tiny model on the CPU
@@ -81,8 +81,8 @@ def capture(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
 
 
 def capture_decode(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
-  """(HLO text of the compiled loop and encoder, seconds per decode) after tracing `steps`
-  whole decodes of gpu.py's decode row."""
+  """(HLO text of the compiled loop, seconds per decode) after tracing `steps` whole
+  decodes (encoder and loop) of gpu.py's decode row."""
   import jax
   import numpy as np
   from crosstask.runtime import platform
@@ -108,7 +108,7 @@ def capture_decode(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str)
       out = loop_c(params, batch, *encode_c(params, batch), rng)
     jax.block_until_ready(out)
     seconds = (time.perf_counter() - start) / steps
-  return loop_c.as_text() + '\n' + encode_c.as_text(), seconds
+  return loop_c.as_text(), seconds
 
 
 def save_raw(directory: str, xplane: pathlib.Path, hlo_text: str, stem: str) -> None:
@@ -123,10 +123,15 @@ def save_raw(directory: str, xplane: pathlib.Path, hlo_text: str, stem: str) -> 
     dst.write(hlo_text)
 
 
-def trace_events(xplane_path: str) -> list[tuple[str, int, int]]:
+def trace_events(xplane_path: str, ops: dict | None = None, module: str | None = None
+                 ) -> list[tuple[str, int, int]]:
   """(HLO op name, start ns, duration ns) of every op executed in the trace: the device
-  planes' 'XLA Ops' lines where there are any (GPU, TPU), else the XLA:CPU threads."""
+  planes' 'XLA Ops' lines where there are any (TPU), else each GPU kernel (named after
+  its HLO op with `trace_categories.hlo_name`: inside command buffers the 'hlo_op'
+  stat names only the buffer), else the XLA:CPU threads. `module`: keep only kernels
+  of HLO modules whose name holds it (a decode's loop, not its encoder)."""
   import jax
+  ops = ops or {}
   data = jax.profiler.ProfileData.from_file(xplane_path)
   events = []
   for plane in data.planes:
@@ -136,12 +141,17 @@ def trace_events(xplane_path: str) -> list[tuple[str, int, int]]:
     if 'XLA Ops' in lines:
       events += [(_op_name(e.name), int(e.start_ns), int(e.duration_ns))
                  for e in lines['XLA Ops'].events]
-    else:  # kernels on streams, each naming the HLO op it belongs to
+    else:  # kernels on streams
       for line in plane.lines:
         for e in line.events:
-          op = dict(e.stats).get('hlo_op')
-          if op:
-            events.append((_op_name(str(op)), int(e.start_ns), int(e.duration_ns)))
+          stats = {k: str(v) for k, v in e.stats}
+          op = stats.get('hlo_op')
+          if not op or module and module not in stats.get('hlo_module', module):
+            continue
+          name = trace_categories.hlo_name(e.name, ops)
+          if name == e.name and not op.startswith('command_buffer') and e.name not in ops:
+            name = _op_name(op)  # a kernel launched outside a buffer, named by its op
+          events.append((name, int(e.start_ns), int(e.duration_ns)))
   if events:
     return events
   for plane in data.planes:
@@ -175,9 +185,9 @@ def busy_ns(events: list[tuple[str, int, int]]) -> int:
 
 
 def breakdown(events: list[tuple[str, int, int]], hlo_text: str, steps: int,
-              top: int = 15) -> dict[str, Any]:
+              top: int = 15, ops: dict | None = None) -> dict[str, Any]:
   """Per step: time in each category, idle time, and the top ops by time."""
-  ops = trace_categories.parse_hlo(hlo_text)
+  ops = ops if ops is not None else trace_categories.parse_hlo(hlo_text)
   per_op: dict[str, list[int]] = collections.defaultdict(list)
   for name, _, dur in events:
     if name not in ops or ops[name].opcode not in _CONTAINERS:
@@ -215,14 +225,39 @@ def profile(row: gpu_spec.Row, lengths: Lengths, steps: int, top: int = 15,
     (xplane,) = pathlib.Path(logdir).rglob('*.xplane.pb')
     if raw_dir:
       save_raw(raw_dir, xplane, hlo_text, 'decode' if decode else 'train')
-    events = trace_events(str(xplane))
+    ops = trace_categories.parse_hlo(hlo_text)
+    # A decode's table is its loop's (the encoder runs once per decode, not per token).
+    events = trace_events(str(xplane), ops, module='predict_loop' if decode else None)
   if not events:
     raise SystemExit(f'profile_step: the trace of {row.text!r} holds no XLA ops')
   result = {'row': row.text, 'settings': row.settings(), 'steps': steps,
             'lengths': vars(lengths), 'device': jax.devices()[0].device_kind,
-            'step_s': step_s, **breakdown(events, hlo_text, steps, top)}
+            'step_s': step_s, **breakdown(events, hlo_text, steps, top, ops)}
   if decode:
     result['ms_per_token_step'] = 1e3 * step_s / lengths.new_tokens
+  return result
+
+
+def from_raw(directory: str, row: gpu_spec.Row, lengths: Lengths, steps: int,
+             top: int = 15) -> dict[str, Any]:
+  """The breakdown read again from a `--save_raw` directory (a GPU run's trace and HLO,
+  brought back), with the step time taken from the trace's span."""
+  import gzip
+  decode = row.work == 'decode'
+  stem = pathlib.Path(directory) / ('decode' if decode else 'train')
+  with gzip.open(f'{stem}.hlo.txt.gz', 'rt') as f:
+    hlo_text = f.read()
+  ops = trace_categories.parse_hlo(hlo_text)
+  with tempfile.TemporaryDirectory() as tmp, gzip.open(f'{stem}.xplane.pb.gz', 'rb') as src:
+    xplane = pathlib.Path(tmp) / 'trace.xplane.pb'
+    xplane.write_bytes(src.read())
+    events = trace_events(str(xplane), ops, module='predict_loop' if decode else None)
+  result = {'row': row.text, 'settings': row.settings(), 'steps': steps,
+            'lengths': vars(lengths), 'device': f'(read from {directory})',
+            **breakdown(events, hlo_text, steps, top, ops)}
+  result['step_s'] = result['span_ms_per_step'] / 1e3
+  if decode:
+    result['ms_per_token_step'] = 1e3 * result['step_s'] / lengths.new_tokens
   return result
 
 
@@ -233,7 +268,7 @@ def print_report(result: dict[str, Any]) -> None:
   print(f"{result['row']} on {result['device']}: {1e3 * result['step_s']:.1f} ms a step, "
         f"{result['ops_seen']} ops ({result['ops_matched_to_hlo']} matched to the HLO)")
   print(harness.table(split, ['category', 'ms / step', 'share of op time']))
-  print(harness.table([(r['op'], r['category'], r['calls'], r['ms_per_step'])
+  print(harness.table([(r['op'][:64], r['category'], r['calls'], r['ms_per_step'])
                        for r in result['top_ops']], ['op', 'category', 'calls', 'ms / step']))
 
 
@@ -241,7 +276,7 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--model', default='longlm_large', choices=list(gpu_spec.MODELS))
   parser.add_argument('--attention', default='cudnn')
-  parser.add_argument('--remat', default='dots')
+  parser.add_argument('--remat', default='dots_attention')
   parser.add_argument('--batch', type=int, default=64)
   parser.add_argument('--scan', action='store_true')
   parser.add_argument('--optimizer', default='adafactor', choices=['adafactor', 'adamw'])
@@ -253,6 +288,9 @@ def main(argv=None) -> int:
   parser.add_argument('--new_tokens', type=int, default=128, help='--decode: tokens decoded')
   parser.add_argument('--save_raw', default=None,
                       help='directory for the gzipped trace and HLO text')
+  parser.add_argument('--from_raw', default=None,
+                      help='read a --save_raw directory again instead of running (the row '
+                      'flags and --steps must be the ones it was traced with)')
   parser.add_argument('--quick', action='store_true',
                       help='tiny model, xla attention, no remat, batch 8, 32/16, 2 steps')
   parser.add_argument('--out', default=None,
@@ -268,8 +306,11 @@ def main(argv=None) -> int:
     text = f'train:{args.model}:{args.attention}:{args.remat}:{args.batch}:{args.optimizer}'
   row = gpu_spec.parse(text + (':scan' if args.scan else ''))
   start_load = os.getloadavg()
-  result = profile(row, Lengths.parse(args.lengths, args.new_tokens), args.steps,
-                   raw_dir=args.save_raw)
+  lengths = Lengths.parse(args.lengths, args.new_tokens)
+  if args.from_raw:
+    result = from_raw(args.from_raw, row, lengths, args.steps)
+  else:
+    result = profile(row, lengths, args.steps, raw_dir=args.save_raw)
   print_report(result)
   default = (pathlib.Path(tempfile.gettempdir()) / 'crosstask_profile_quick.json' if args.quick
              else harness.RESULTS / 'profile_step.json')  # a smoke run is not a result

@@ -22,9 +22,10 @@ from typing import Any
 
 # Remat policies (models/remat.py) and the forward matmuls each makes the backward
 # pass recompute: every layer's ('full'), none ('dots' saves every matmul output), or
-# the attention products only ('minimal' saves the weight matmuls).
+# the attention products only ('minimal' saves the weight matmuls). The 'dots_attention'
+# policies save what 'dots' does and more.
 _RECOMPUTES = {'full': 'layers', 'minimal': 'attention', 'dots': None, 'none': None,
-               'auto': None}
+               'auto': None, 'dots_attention': None, 'dots_attention_norms': None}
 
 
 def _attn_weights(cfg: Any) -> int:

@@ -102,3 +102,33 @@ def test_gpu_op_names_map_by_their_metadata_and_kernel_names():
   assert trace_categories.categorize("all-reduce.98", ops) == "collective"
   assert trace_categories.categorize("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ops) == (
       "collective")
+
+
+def test_h100_kernel_names_map_to_their_ops_and_categories():
+  # As an H100 trace names them (jax 0.11, CUDA 13): the ops run inside command buffers,
+  # each kernel named after its fusion ('.' as '_') or its library.
+  ops = trace_categories.parse_hlo(_GPU_HLO)
+  assert trace_categories.hlo_name("cublas-gemm_3", ops) == "cublas-gemm.3"
+  assert trace_categories.hlo_name("loop_convert_fusion", ops) == "loop_convert_fusion"
+  assert trace_categories.hlo_name("nvjet_sm90_tst_128x160_64x5_2x1_v_bz_TNT", ops) == (
+      "nvjet_sm90_tst_128x160_64x5_2x1_v_bz_TNT")
+  for kernel, category in (
+      ("nvjet_sm90_tst_128x160_64x5_2x1_v_bz_TNT", "matmul"),
+      ("void cudnn::fusion::fmha_dbias<true>(void const*, void*)", "attention"),
+      ("void cudnn::fusion::matmul_dq<true, 64>(void const*)", "attention"),
+      ("memcpy128", "cast"), ("memcpy32_post", "cast")):
+    assert trace_categories.categorize(kernel, ops) == category, kernel
+
+
+def test_a_saved_trace_reads_back_to_the_same_breakdown(tmp_path):
+  row = gpu_spec.parse("decode:tiny:1:4")
+  lengths = Lengths(32, 16, 4)
+  live = profile_step.profile(row, lengths, 1, top=100000, raw_dir=str(tmp_path))
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["decode.hlo.txt.gz",
+                                                        "decode.xplane.pb.gz"]
+  again = profile_step.from_raw(str(tmp_path), row, lengths, 1, top=100000)
+  assert again["ops_ms_per_step"] == pytest.approx(live["ops_ms_per_step"])
+  assert again["ms_per_token_step"] > 0 and live["ms_per_token_step"] > 0
+  # On a CPU the trace holds the encoder program's ops too, which the loop's HLO does
+  # not name (a GPU trace is filtered to the loop's kernels by their module).
+  assert again["ops_matched_to_hlo"] >= 0.75 * again["ops_seen"] > 0

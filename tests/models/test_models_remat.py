@@ -1,14 +1,17 @@
 """remat_policy changes what the backward pass keeps, never the numbers; each policy plans
 less memory than none, scanned or not, in the order the config documents (scanned)."""
 
+import contextlib
 import dataclasses
 import functools
+import io
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.ad_checkpoint import checkpoint_name
 
 from crosstask.models import layer_stacking
 from crosstask.models.config import TransformerConfig
@@ -122,3 +125,35 @@ def test_remat_policies_plan_memory_in_the_documented_order(scan_layers):
   planned = [_compiled_grad_temp_bytes(p, 3, scan_layers) for p in DOCUMENTED_ORDER]
   assert planned == sorted(planned, reverse=True) and len(set(planned)) == 4, dict(
       zip(DOCUMENTED_ORDER, planned))
+
+
+def test_attention_policies_save_the_fused_kernel_outputs_and_named_norms():
+  # cuDNN's forward primitive is not traceable on a CPU: the policies are asked directly,
+  # as jax.checkpoint asks them, then on real residuals of a named value.
+  from jax.extend.core import Primitive
+  from crosstask.models import remat
+  kernel = Primitive("dot_product_attention_fwd_wrapper")
+  assert remat.POLICIES["dots_attention"](kernel) is True
+  assert remat.POLICIES["dots_attention_norms"](kernel) is True
+  assert not remat.POLICIES["dots"](kernel)
+
+  def layer(x):
+    return jnp.sum(jnp.sin(checkpoint_name(jnp.cos(x) * 3.0, remat.NORM_OUTPUT)))
+
+  def saved(policy):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+      jax.ad_checkpoint.print_saved_residuals(jax.checkpoint(layer, policy=policy),
+                                              jnp.ones((4,)))
+    return [line for line in out.getvalue().splitlines() if remat.NORM_OUTPUT in line]
+  assert saved(remat.POLICIES["dots_attention_norms"])
+  assert not saved(remat.POLICIES["dots_attention"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["dots_attention", "dots_attention_norms"])
+def test_attention_policies_keep_loss_and_gradients(policy):
+  ref_loss, ref_grads = _loss_and_grads("none", True)
+  loss, grads = _loss_and_grads(policy, True)
+  np.testing.assert_allclose(loss, ref_loss, rtol=1e-6)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), grads, ref_grads)

@@ -180,7 +180,7 @@ def test_resolve_model_fills_in_auto_fields_on_a_copy():
   for dtype, gpu_attention in (("bfloat16", "cudnn"), ("float32", "dot_product")):
     config = dataclasses.replace(CFG, dtype=dtype, attention="auto", remat_policy="auto")
     real = model_lib.EncoderDecoderModel(Transformer(config), VOCAB, VOCAB)
-    for name, attention, remat in (("cpu", "xla", "none"), ("gpu", gpu_attention, "dots"),
+    for name, attention, remat in (("cpu", "xla", "none"), ("gpu", gpu_attention, "dots_attention"),
                                    ("tpu", "flash", "full")):
       resolved = platform.resolve_model(real, platform.PROFILES[name]).module.config
       assert (resolved.attention, resolved.remat_policy) == (attention, remat), (dtype, name)

@@ -1,0 +1,85 @@
+"""What makes decoding fast keeps it exact: the weights cast once per decode and a
+scanned stack decoding unrolled give the tokens the plain program gives."""
+
+import dataclasses
+import types
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from crosstask.models import decoding
+from crosstask.models import layer_stacking
+from crosstask.models import model as model_lib
+from crosstask.models.config import TransformerConfig
+from crosstask.models.network import Transformer
+
+CFG = TransformerConfig(vocab_size=48, d_model=32, d_ff=64, num_heads=4, d_kv=8,
+                        num_encoder_layers=2, num_decoder_layers=3, dropout_rate=0.0,
+                        dtype="bfloat16", relative_attention_num_buckets=8,
+                        relative_attention_max_distance=16)
+VOCAB = types.SimpleNamespace(eos_id=1, vocab_size=48)
+
+
+def _batch(b=3, enc_len=10, dec_len=7):
+  rng = np.random.default_rng(5)
+  enc = rng.integers(2, 48, (b, enc_len)).astype(np.int32)
+  enc[1, 6:] = 0
+  dec = np.zeros((b, dec_len), np.int32)
+  return {"encoder_input_tokens": enc, "decoder_input_tokens": dec,
+          "decoder_target_tokens": dec}
+
+
+def _params(cfg):
+  b = _batch()
+  variables = Transformer(cfg).init(jax.random.PRNGKey(0), b["encoder_input_tokens"],
+                                    b["decoder_input_tokens"])
+  # Weights well away from bf16's grid, so a cast in the wrong place would show.
+  return jax.tree.map(lambda x: x * 1.37, nn.meta.unbox(variables["params"]))
+
+
+def test_only_the_weights_read_in_the_compute_dtype_are_cast():
+  cast = model_lib.params_for_decoding(_params(CFG), jnp.bfloat16)
+  dtypes = {"/".join(str(getattr(p, "key", p)) for p in path): str(leaf.dtype)
+            for path, leaf in jax.tree_util.tree_flatten_with_path(cast)[0]}
+  assert dtypes["decoder/layers_0/self_attention/query"] == "bfloat16"
+  assert dtypes["decoder/layers_2/mlp/wo"] == "bfloat16"
+  assert dtypes["token_embedder/embedding"] == "bfloat16"
+  # Read in float32 by the network: left as they are.
+  assert dtypes["decoder/layers_0/pre_self_attention_layer_norm/scale"] == "float32"
+  assert dtypes["decoder/relpos_bias/rel_embedding"] == "float32"
+  # A float32 network casts nothing.
+  same = model_lib.params_for_decoding(_params(CFG), jnp.float32)
+  assert all(str(x.dtype) == "float32" for x in jax.tree.leaves(same))
+
+
+@pytest.mark.parametrize("decode_fn,num_decodes", [(decoding.temperature_sample, 1),
+                                                   (decoding.beam_search, 3)])
+def test_weights_cast_once_decode_the_same_tokens(monkeypatch, decode_fn, num_decodes):
+  params = _params(CFG)
+  model = model_lib.EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB, decode_fn=decode_fn)
+  extra = {"temperature": 0.0} if num_decodes == 1 else {}
+  fast = np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
+                                        num_decodes=num_decodes))
+  monkeypatch.setattr(model_lib, "params_for_decoding", lambda p, dtype: p)
+  plain = np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
+                                         num_decodes=num_decodes))
+  np.testing.assert_array_equal(fast, plain)
+  assert (fast > 1).any()
+
+
+def test_a_scanned_stack_decodes_unrolled_to_the_same_tokens():
+  scanned_cfg = dataclasses.replace(CFG, scan_layers=True)
+  params = _params(CFG)
+  stacked = layer_stacking.stack_layers(params)
+  model = model_lib.EncoderDecoderModel(Transformer(scanned_cfg), VOCAB, VOCAB)
+  encode, _ = model.decoding_programs()
+  _, cache = jax.jit(encode)(stacked, _batch())
+  # The decoding cache is per layer (unrolled), not one stacked `layers` entry.
+  assert sorted(k for k in cache["decoder"] if k.startswith("layers")) == [
+      "layers_0", "layers_1", "layers_2"]
+  plain = model_lib.EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB)
+  np.testing.assert_array_equal(np.asarray(model.predict_batch(stacked, _batch())),
+                                np.asarray(plain.predict_batch(params, _batch())))
