@@ -95,10 +95,10 @@ def optimizer(name: str, net, shapes):
   """(tx, schedule): T5X's Adafactor (factored by `net`'s logical axes) or optax's AdamW,
   constant rate 1e-3."""
   from crosstask.runtime import optimizers
-  from crosstask.runtime import trainer as trainer_lib
+  from crosstask.runtime import run as run_lib
   fn = optimizers.adafactor if name == 'adafactor' else optimizers.adamw
   return optimizers.create_optimizer(fn, learning_rate=1e-3,
-                                     param_axes=trainer_lib.param_logical_axes(net, shapes))
+                                     param_axes=run_lib.param_logical_axes(net, shapes))
 
 
 def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:

@@ -76,6 +76,7 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   from crosstask.models.network import Transformer
   from crosstask.runtime import optimizers
   from crosstask.runtime import partitioning
+  from crosstask.runtime import run as run_lib
   from crosstask.runtime import trainer as trainer_lib
 
   config = gin_models.config_from_gin(model_gin,
@@ -83,7 +84,7 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   model = EncoderDecoderModel(Transformer(config), None, None)
   shapes = {"encoder_input_tokens": (batch, length), "decoder_input_tokens": (batch, length)}
   tx, schedule = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, shapes))
+      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
   trainer = trainer_lib.Trainer(
       model, partitioning.Partitioner(), tx, schedule, shapes,
       profile=platform.profile(train_compiler_options=SCHEDULERS[scheduler]))

@@ -43,33 +43,6 @@ def _flag_bool(value: str) -> bool:
   return value.lower() not in ('0', 'false', 'no')
 
 
-def _train_steps(files: Sequence[str], bindings: Sequence[str]) -> int | None:
-  """TRAIN_STEPS as the gin files and bindings set it, for the predicted hours.
-
-  The compile binds a placeholder over it (it runs no steps), so the files are read
-  here on their own, unfinalised: a run file's required macros may stay unset. None
-  when nothing sets it to a number (an epoch count computed from data, say).
-  """
-  import gin  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime import gin_utils  # pylint: disable=g-import-not-at-top
-  gin.clear_config()
-  gin_utils.import_configurables()
-  paths = [str(gin_utils.PACKAGE_DIR.parent), *gin_utils.DEFAULT_SEARCH_PATHS]
-  for path in paths:
-    gin.add_config_file_search_path(path)
-  try:
-    for name in files:
-      gin.parse_config_file(gin_utils.resolve(name, paths))
-    for binding in bindings:
-      gin.parse_config(binding)
-    steps = gin.query_parameter('%TRAIN_STEPS')
-  except Exception:  # pylint: disable=broad-except  # load_run reports a bad config.
-    return None
-  finally:
-    gin.clear_config()
-  return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
   if not argv or argv[0] in ('-h', '--help', 'help'):
@@ -107,7 +80,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
   try:
     where = aot.target(topology_name, int(num_slices) if num_slices else None)
-    train_steps = _train_steps(files, bindings)
     run = aot.load_run(files, bindings, where.devices, layout=layout, step=step,
                        num_partitions=int(num_partitions) if num_partitions else None,
                        num_slices=where.num_slices)
@@ -118,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
   # A local GPU or TPU has its figures in the chip table too (a CPU has none).
   chip = where.chip or topology.chip_for_device_kind(where.devices[0].device_kind)
-  result = compile_report.predict(result, chip, train_steps)
+  result = compile_report.predict(result, chip, run.train_steps)
   print(compile_report.format_report(result, chip), flush=True)
   if as_json:
     print(json.dumps(result.as_dict()), flush=True)

@@ -265,6 +265,7 @@ def _saved():
     import seqio
     from crosstask.models import config as config_lib, model as model_lib, network
     from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as trainer_lib
+    from crosstask.runtime import run as run_lib
 
     def make(d_model):
       cfg = config_lib.TransformerConfig(
@@ -274,7 +275,7 @@ def _saved():
                                             seqio.ByteVocabulary())
       shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
       tx, sched = optimizers.create_optimizer(
-          optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, shapes))
+          optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
       return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes), cfg
     trainer, cfg = make(32)
     state = trainer.init_state(0)

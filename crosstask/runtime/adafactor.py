@@ -10,7 +10,7 @@ dimensions (size 1), so each has a known place in the parameter's logical axes
 and is sharded like the parameter's remaining dimensions.
 
 The parameters' logical names are an argument of `adafactor` (`param_axes`, as
-`trainer.param_logical_axes` gives them): a parameter without an entry there is an
+a Run's `param_axes` gives them): a parameter without an entry there is an
 error, never silently factored another way, so a state built anywhere has the
 Trainer's shapes. A parameter whose entry is None is factored by optax's rule, the
 two largest dimensions; for 2-D parameters both rules pick the same dimensions and
@@ -144,7 +144,8 @@ def adafactor(learning_rate: float | Callable[[jax.Array], jax.Array],
       if _key(path) not in axes:
         raise ValueError(
             f"Adafactor has no logical axes for parameter '{_name(path)}': build it with "
-            "param_axes=trainer.param_logical_axes(model, input_shapes) of this model.")
+            "param_axes=run.param_axes (or run.param_logical_axes(model, input_shapes)) "
+            "of this model.")
       names = axes[_key(path)]
       names = None if names is None else tuple(names) + (None,) * (p.ndim - len(names))
       return factoring(p.shape, names, factored=factored,

@@ -30,13 +30,17 @@ from crosstask.runtime import trainer as trainer_lib
 GIB = topology_lib.GIB
 DEFAULT_LENGTHS = {'inputs': 512, 'targets': 512}
 DEFAULT_BATCH_SIZE = 128
-# Macros a run file may require that a compile never uses (no data, no model dir).
-_UNUSED_BY_COMPILE = (
-    "MODEL_DIR = '/compile-only/no-model-dir'",
-    "MIXTURE_OR_TASK_NAME = 'compile_only'",
-    'TRAIN_STEPS = 1',
-    'VOCABULARY = None',  # Sizes come from the network config; no tokenizer is built.
-)
+# Sizes come from the network config: no tokenizer is built, whatever the files bind.
+_NO_VOCABULARY = 'VOCABULARY = None'
+# Macros a run file may require that a compile never uses (no data, no model dir), bound
+# only where the files leave them unset: a run file's TRAIN_STEPS gives the hours.
+_UNUSED_BY_COMPILE = {
+    'MODEL_DIR': "'/compile-only/no-model-dir'",
+    'MIXTURE_OR_TASK_NAME': "'compile_only'",
+    'TRAIN_STEPS': '1',
+}
+
+
 def load_run(gin_files: Sequence[str], bindings: Sequence[str],
              devices: Sequence[jax.Device], *, layout: str | None = None,
              num_partitions: int | None = None, num_slices: int = 1,
@@ -46,12 +50,15 @@ def load_run(gin_files: Sequence[str], bindings: Sequence[str],
   Parsed as the entry points do; TASK_FEATURE_LENGTHS and BATCH_SIZE default to
   512/512 and 128 when no file binds them. A model left at 'auto' takes the
   target's profile (a TPU slice: flash attention, full remat), not this machine's.
+  The Run's `train_steps` are the files' and bindings' TRAIN_STEPS where that is a
+  number, for the predicted hours.
   """
   if step not in ('train', 'infer'):
     raise ValueError(f"--step={step!r}: expected 'train' or 'infer'")
   gin.clear_config()
-  gin_utils.parse(list(gin_files), list(_UNUSED_BY_COMPILE) + list(bindings),
-                  search_paths=[str(gin_utils.PACKAGE_DIR.parent)], lock=False)
+  placed = gin_utils.parse(list(gin_files), [_NO_VOCABULARY, *bindings],
+                           search_paths=[str(gin_utils.PACKAGE_DIR.parent)], lock=False,
+                           placeholders=_UNUSED_BY_COMPILE)
   model = gin_utils.query('%MODEL', None)
   if model is None:
     raise gin_utils.GinConfigError(f'No MODEL bound by {list(gin_files)}: pass a model gin '
@@ -64,7 +71,15 @@ def load_run(gin_files: Sequence[str], bindings: Sequence[str],
   return run_lib.resolve(
       model, partitioner, batch_size=int(gin_utils.query('%BATCH_SIZE', DEFAULT_BATCH_SIZE)),
       lengths=lengths, pack=bool(gin_utils.query('%PACK', False)),
-      num_microbatches=int(gin_utils.query('%NUM_MICROBATCHES', 1)) if step == 'train' else 1)
+      num_microbatches=int(gin_utils.query('%NUM_MICROBATCHES', 1)) if step == 'train' else 1,
+      train_steps=None if 'TRAIN_STEPS' in placed else _train_steps())
+
+
+def _train_steps() -> int | None:
+  """The parsed TRAIN_STEPS where it is a positive number; None where it is computed
+  (an epoch count from data, say), which a compile does not evaluate."""
+  steps = gin.query_parameter('%TRAIN_STEPS')
+  return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
 
 
 @dataclasses.dataclass
@@ -125,8 +140,7 @@ def per_chip_bytes(abstract_tree: Any) -> int:
 def build_trainer(run: run_lib.Run) -> trainer_lib.Trainer:
   """The run's Trainer with the gin-configured optimizer (the run file's), which
   factors each parameter by its logical axes."""
-  optimizer, schedule = optimizers.create_optimizer(
-      param_axes=trainer_lib.param_logical_axes(run.model, run.input_shapes))
+  optimizer, schedule = optimizers.create_optimizer(param_axes=run.param_axes)
   return trainer_lib.Trainer.for_run(run, optimizer, schedule)
 
 
@@ -184,10 +198,9 @@ def _step_flops(job: run_lib.Run, step: str) -> dict[str, float]:
   Counted from the config (every layer) because XLA's cost model counts a scanned
   stack's body once; none for decoding, whose length the compile does not fix.
   """
-  config = getattr(job.model.module, 'config', None)
-  if step != 'train' or config is None:
+  shape = model_flops.train_shape(job.model, job.input_shapes) if step == 'train' else None
+  if shape is None:
     return {}
-  shape = (config, job.batch_size, job.lengths['inputs'], job.lengths['targets'])
   return {'model_flops': model_flops.train_step(*shape),
           'executed_flops': model_flops.executed_train_step(*shape)}
 

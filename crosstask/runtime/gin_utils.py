@@ -9,7 +9,7 @@ import logging
 import os
 import pathlib
 import sys
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gin
 
@@ -112,11 +112,16 @@ logging.getLogger().addFilter(_QuietSearch())
 
 
 def parse(files: Sequence[str], bindings: Sequence[str],
-          search_paths: Sequence[str] = (), lock: bool = True) -> None:
+          search_paths: Sequence[str] = (), lock: bool = True,
+          placeholders: Mapping[str, str] | None = None) -> list[str]:
   """Parses files then bindings in order, as T5X does; errors name the culprit.
 
   `lock=False` still runs gin's finalize checks but leaves the config unlocked, so a
   program that reads a config (`runtime.model_gin`) can import more configurables later.
+  `placeholders` ({macro: value text}) are bound only where the files and bindings
+  leave a macro unset or `%gin.REQUIRED`: a job that never reads a macro (a compile's
+  MODEL_DIR) need not have it set, and one the files do set keeps their value.
+  Returns the macros given placeholders.
   """
   import_configurables()
   paths = list(search_paths) + list(DEFAULT_SEARCH_PATHS)
@@ -133,6 +138,9 @@ def parse(files: Sequence[str], bindings: Sequence[str],
       gin.parse_config(b)
     except Exception as e:
       raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}') from e
+  placed = [name for name in (placeholders or {}) if not macro_is_set(name)]
+  for name in placed:
+    gin.parse_config(f'{name} = {placeholders[name]}')
   try:
     if lock:
       gin.finalize()
@@ -142,6 +150,22 @@ def parse(files: Sequence[str], bindings: Sequence[str],
   except ValueError as e:  # A `%gin.REQUIRED` macro nobody set, e.g. MODEL_DIR.
     raise GinConfigError(f'{e}\nSet it on the command line (--gin.NAME=VALUE) or in a gin '
                          f'file; files parsed: {list(files)}') from e
+  return placed
+
+
+def macro_is_set(name: str) -> bool:
+  """Whether the parsed config binds macro `name` to anything but `%gin.REQUIRED`.
+
+  Reads the binding without evaluating it: a macro bound to a configurable's call
+  (`@fn()`) counts as set and `fn` is not run.
+  """
+  try:
+    value = gin.query_parameter(f'%{name}')
+  except ValueError:
+    return False
+  return not (isinstance(value, gin.config.ConfigurableReference)
+              and value.selector == 'gin.constant'
+              and value.scoped_configurable_fn() is gin.REQUIRED)
 
 
 _NO_DEFAULT = object()

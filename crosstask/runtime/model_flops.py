@@ -75,16 +75,24 @@ def train_step(cfg: Any, batch: int, s: int, t: int) -> float:
   return 3.0 * forward(cfg, batch, s, t)
 
 
-def of_input_shapes(model: Any, input_shapes: Any) -> float | None:
-  """`train_step` of a model wrapper (`model.module.config`) at its input shapes
-  {'encoder_input_tokens': (B, S), 'decoder_input_tokens': (B, T)}; None for a
-  network without a TransformerConfig."""
+def train_shape(model: Any, input_shapes: Any) -> tuple[Any, int, int, int] | None:
+  """(config, B, S, T), the counts' arguments, of a model wrapper (`model.module.config`)
+  at its input shapes {'encoder_input_tokens': (B, S), 'decoder_input_tokens': (B, T)};
+  None for a network without a TransformerConfig. The training console and the
+  compile's prediction both count from it."""
   cfg = getattr(getattr(model, 'module', None), 'config', None)
   if cfg is None or not hasattr(cfg, 'num_encoder_layers'):
     return None
   (batch, s), (_, t) = (input_shapes['encoder_input_tokens'],
                         input_shapes['decoder_input_tokens'])
-  return train_step(cfg, batch, s, t)
+  return cfg, batch, s, t
+
+
+def of_input_shapes(model: Any, input_shapes: Any) -> float | None:
+  """`train_step` of a model wrapper at its input shapes (`train_shape`); None for a
+  network without a TransformerConfig."""
+  shape = train_shape(model, input_shapes)
+  return None if shape is None else train_step(*shape)
 
 
 def attention_products(cfg: Any, batch: int, s: int, t: int) -> float:

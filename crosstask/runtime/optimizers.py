@@ -81,7 +81,7 @@ def create_optimizer(optimizer_fn: Callable[..., optax.GradientTransformation] =
 
   `optimizer_fn` is an uncalled factory (`@optimizers.adamw`) that receives the
   schedule, so the logged rate is the one applied, and `param_axes`, the parameters'
-  logical axes (`trainer.param_logical_axes`) by which Adafactor factors its
+  logical axes (`run.param_axes`) by which Adafactor factors its
   statistics. `accumulate_steps` > 1 wraps it
   in `optax.MultiSteps`: parameters change every k steps, each step consuming one
   batch; to split one batch inside a step use the trainer's `num_microbatches`.

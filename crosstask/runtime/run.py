@@ -4,11 +4,13 @@ Every fact the train, eval, infer, embed and compile jobs share is settled here,
 one call, before any data is read or program compiled: the model with the platform
 profile's choices filled in, each dataset naming the task registered for the model's
 vocabulary, a Partitioner that has checked the batch divides over its data axes,
-and the abstract parameters and PRNG key that restoring and compiling start from.
+and the abstract parameters (traced once, with the logical axes the optimizer
+factors by) and PRNG key that restoring and compiling start from.
 The jobs then take the Run rather than deciding any of this again.
 """
 
 import dataclasses
+import functools
 from typing import Any, Mapping
 
 import flax.linen as nn
@@ -22,7 +24,9 @@ class Run:
   """A resolved run. `datasets` maps a role ('train', 'train_eval', 'infer_eval',
   'eval', 'infer') to its DatasetConfig, each naming the task for the model's
   vocabulary; `batch_size` is the global batch the programs compile for and
-  `lengths` the task feature lengths ({'inputs': N, 'targets': M})."""
+  `lengths` the task feature lengths ({'inputs': N, 'targets': M}); `train_steps`
+  the steps a run file sets, where a job that runs none still reports on them (the
+  compile's predicted hours; None: not set to a number)."""
   model: Any
   partitioner: partitioning.Partitioner
   profile: platform.Profile
@@ -31,6 +35,7 @@ class Run:
   num_microbatches: int = 1
   pack: bool = False
   datasets: Mapping[str, data.DatasetConfig] = dataclasses.field(default_factory=dict)
+  train_steps: int | None = None
 
   def dataset(self, role: str) -> data.DatasetConfig | None:
     return self.datasets.get(role)
@@ -41,17 +46,28 @@ class Run:
     return {'encoder_input_tokens': (self.batch_size, self.lengths['inputs']),
             'decoder_input_tokens': (self.batch_size, self.lengths['targets'])}
 
+  @functools.cached_property
+  def boxed(self) -> Any:
+    """`boxed_params` of the run's model, traced once for the optimizer, the Trainer
+    and restoring alike rather than by each."""
+    return boxed_params(self.model, self.input_shapes)
+
+  @functools.cached_property
+  def param_axes(self) -> Any:
+    """Each parameter's logical axes, which the optimizer factors by
+    (`optimizers.create_optimizer(param_axes=run.param_axes)`)."""
+    return nn.get_partition_spec(self.boxed)
+
   def abstract_params(self) -> tuple[Any, Any]:
     """(abstract parameters carrying their shardings, the shardings) to restore into.
 
     Shapes come from `jax.eval_shape` of the initializer and placements from the
     parameters' logical axes: nothing is allocated or compiled, no optimizer involved.
     """
-    boxed = boxed_params(self.model, self.input_shapes)
     with self.partitioner.context():
-      shardings = self.partitioner.logical_to_sharding(boxed)
+      shardings = self.partitioner.logical_to_sharding(self.boxed)
     abstract = jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
-                            nn.unbox(boxed), shardings)
+                            nn.unbox(self.boxed), shardings)
     return abstract, shardings
 
 
@@ -70,11 +86,17 @@ def boxed_params(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any
                         abstract_key())
 
 
+def param_logical_axes(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
+  """Each parameter's logical axis names (PartitionSpecs), for an optimizer built
+  without a Run (a Run has them as `param_axes`)."""
+  return nn.get_partition_spec(boxed_params(model, input_shapes))
+
+
 def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
             datasets: Mapping[str, data.DatasetConfig | None] | None = None,
             batch_size: int | None = None, lengths: Mapping[str, int] | None = None,
             num_microbatches: int = 1, pack: bool | None = None,
-            pads_batch: bool = False) -> Run:
+            pads_batch: bool = False, train_steps: int | None = None) -> Run:
   """The Run of `model` on `partitioner` (None: the gin-configured default).
 
   `batch_size`, `lengths` and `pack` default to the first dataset's. A job that
@@ -99,7 +121,7 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
     partitioner.check_batch(batch_size, num_microbatches=num_microbatches)
   return Run(model=model, partitioner=partitioner, profile=profile, batch_size=batch_size,
              lengths=dict(lengths), num_microbatches=num_microbatches, pack=pack,
-             datasets=matched)
+             datasets=matched, train_steps=train_steps)
 
 
 def _matched_task(model: Any, cfg: data.DatasetConfig) -> data.DatasetConfig:

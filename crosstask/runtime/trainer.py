@@ -22,12 +22,6 @@ from crosstask.runtime import run as run_lib
 State = dict[str, Any]
 
 
-def param_logical_axes(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
-  """Each parameter's logical axis names (PartitionSpecs), which the optimizer factors by
-  (`optimizers.create_optimizer(param_axes=...)`)."""
-  return nn.get_partition_spec(run_lib.boxed_params(model, input_shapes))
-
-
 @gin.configurable(module='trainer')
 class Trainer:
   """Builds, shards and steps the train state of `model` on `partitioner`'s mesh."""
@@ -38,7 +32,8 @@ class Trainer:
                input_shapes: Mapping[str, tuple[int, ...]],
                num_microbatches: int = 1,
                skip_nonfinite_batches: bool = False,
-               profile: platform.Profile | None = None):
+               profile: platform.Profile | None = None,
+               boxed_params: Any = None):
     self.model = model
     # The train step compiles with the platform profile's XLA options (None: the
     # profile of the mesh's devices, or the one gin names).
@@ -53,7 +48,9 @@ class Trainer:
     self.input_shapes = dict(input_shapes)
     # The batch and its microbatches were checked against the mesh by `run.resolve`.
     self.num_microbatches = num_microbatches
-    boxed = run_lib.boxed_params(model, self.input_shapes)
+    # A Run's, traced once for the run (None: traced here).
+    boxed = (run_lib.boxed_params(model, self.input_shapes) if boxed_params is None
+             else boxed_params)
     self.param_axes = nn.get_partition_spec(boxed)  # Logical names per dimension.
     self.param_shardings = partitioner.logical_to_sharding(boxed)
     params = nn.unbox(boxed)
@@ -72,9 +69,11 @@ class Trainer:
   @classmethod
   def for_run(cls, run: run_lib.Run, optimizer: optax.GradientTransformation,
               learning_rate_fn: Callable[[Any], Any], **kwargs) -> 'Trainer':
-    """The Trainer of a resolved run: its model, mesh, profile, shapes and microbatches."""
+    """The Trainer of a resolved run: its model, mesh, profile, shapes, microbatches
+    and the parameters it traced."""
     return cls(run.model, run.partitioner, optimizer, learning_rate_fn, run.input_shapes,
-               num_microbatches=run.num_microbatches, profile=run.profile, **kwargs)
+               num_microbatches=run.num_microbatches, profile=run.profile,
+               boxed_params=run.boxed, **kwargs)
 
   def _boxed_params(self, rng):
     return self.model.get_initial_variables(rng, self.input_shapes)['params']

@@ -61,6 +61,7 @@ from crosstask.models import hf_import
 from crosstask.models import model as model_lib
 from crosstask.models import network
 from crosstask.runtime import adafactor, optimizers, partitioning, trainer as trainer_lib
+from crosstask.runtime import run as run_lib
 
 STEPS = 50
 BATCH, ENC_LEN, DEC_LEN = 8, 24, 16
@@ -225,7 +226,7 @@ def test_loss_curve_matches_hf(tmp_path, size, optimizer):
   params = jax.device_get(nn.meta.unbox(params["params"]))
   folder = hf_import.save_hf_checkpoint(tmp_path / "init", config, params)
   ours_tx, hf_optimizer = _optimizers(optimizer, size,
-                                      trainer_lib.param_logical_axes(model, shapes))
+                                      run_lib.param_logical_axes(model, shapes))
   batches = _batches()
 
   want = _hf_losses(_hf_model(folder), hf_optimizer, batches)

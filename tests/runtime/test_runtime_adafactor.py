@@ -157,13 +157,14 @@ def test_a_state_built_outside_the_trainer_from_explicit_axes_restores_into_it(t
   """`tx.init` anywhere gives the Trainer's state: nothing reaches the optimizer but its
   arguments, so the state a caller builds restores into `Trainer.abstract_state()`."""
   from crosstask.runtime import checkpoints, partitioning, trainer as trainer_lib
+  from crosstask.runtime import run as run_lib
   cfg = config_lib.TransformerConfig(
       vocab_size=264, d_model=128, d_ff=160, num_heads=4, d_kv=32, num_encoder_layers=1,
       num_decoder_layers=1, activations=('gelu', 'linear'), dtype='float32')
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
   shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
-  axes = trainer_lib.param_logical_axes(model, shapes)
+  axes = run_lib.param_logical_axes(model, shapes)
   tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=axes,
                                           grad_clip_norm=1.0)
   params = nn.unbox(model.get_initial_variables(jax.random.key(0), shapes)['params'])

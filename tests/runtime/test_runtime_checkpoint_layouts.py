@@ -12,6 +12,7 @@ from crosstask.models import layer_stacking
 from crosstask.models import model as model_lib
 from crosstask.models import network
 from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as trainer_lib
+from crosstask.runtime import run as run_lib
 
 SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
 CFG = config_lib.TransformerConfig(
@@ -24,7 +25,7 @@ def _trainer(scan_layers: bool) -> trainer_lib.Trainer:
   cfg = dataclasses.replace(CFG, scan_layers=scan_layers)
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
   tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, SHAPES))
+      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, SHAPES))
   return trainer_lib.Trainer(model, partitioning.Partitioner(num_partitions=2), tx, sched,
                              SHAPES)
 

@@ -19,6 +19,7 @@ from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
 from crosstask.runtime import checkpoints, data, optimizers, partitioning, trainer as trainer_lib
+from crosstask.runtime import run as run_lib
 
 _ASYNC_KILLED = textwrap.dedent('''
     import asyncio, sys
@@ -82,7 +83,7 @@ def _trainer(**trainer_kwargs) -> tuple[trainer_lib.Trainer, config_lib.Transfor
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
   shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
   tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, shapes))
+      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
   return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes,
                              **trainer_kwargs), cfg
 

@@ -11,6 +11,7 @@ from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
 from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as trainer_lib
+from crosstask.runtime import run as run_lib
 
 SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
 
@@ -26,7 +27,7 @@ def _trainer(d_model: int = 32) -> trainer_lib.Trainer:
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
   tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, SHAPES))
+      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, SHAPES))
   return trainer_lib.Trainer(model, partitioning.Partitioner(num_partitions=2), tx, sched,
                              SHAPES)
 

@@ -83,10 +83,28 @@ def test_a_loop_without_xlas_trip_count_runs_its_conditions_bound():
   assert hlo.collective_stats(tpu_style)['all-reduce']['count'] == 6
 
 
-def test_hours_use_the_run_files_train_steps():
-  assert compile_cli._train_steps([TINY, 'csl/demo_tiny.gin'], []) == 300  # pylint: disable=protected-access
-  assert compile_cli._train_steps([TINY, 'csl/demo_tiny.gin'], ['TRAIN_STEPS=7']) == 7  # pylint: disable=protected-access
-  assert compile_cli._train_steps([TINY], []) is None  # pylint: disable=protected-access
+def test_the_run_keeps_the_run_files_train_steps():
+  def steps(files, bindings=()):
+    return aot.load_run(files, BATCH + list(bindings), jax.devices()).train_steps
+
+  assert steps([TINY, 'csl/demo_tiny.gin']) == 300  # The compile's placeholder is not bound.
+  assert steps([TINY, 'csl/demo_tiny.gin'], ['TRAIN_STEPS=7']) == 7
+  assert steps([TINY, 'runs/finetune.gin']) is None  # Required but unset: the placeholder.
+  assert steps([TINY]) is None
+
+
+@pytest.mark.slow
+def test_the_run_files_train_steps_reach_the_report():
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    code = compile_cli.main(['--gin_file=' + TINY, '--gin_file=csl/demo_tiny.gin',
+                             '--topology=v5e:2x2', '--json'] + ['--gin.' + b for b in BATCH])
+  assert code == 0
+  lines = out.getvalue().strip().splitlines()
+  report = json.loads(lines[-1])
+  assert report['train_steps'] == 300
+  assert report['predicted_hours'] == pytest.approx(300 * report['predicted_step_s'] / 3600)
+  assert 'for TRAIN_STEPS=300' in '\n'.join(lines[:-1])
 
 
 def test_traffic_of_a_scanned_loop_matches_the_unrolled_program():

@@ -139,10 +139,11 @@ def test_nonfinite_batches_skipped_when_asked(tmp_path, capsys):
 def test_nonfinite_step_applies_no_update():
   """Inside the jitted step: parameters and optimizer state stay, the step advances."""
   from crosstask.runtime import optimizers, partitioning, trainer as trainer_lib
+  from crosstask.runtime import run as run_lib
   shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
   model = _poisoned_model()
   tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=trainer_lib.param_logical_axes(model, shapes))
+      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
   trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes)
   state = trainer.init_state(seed=0)
   before = jax.device_get(state)

@@ -44,7 +44,7 @@ def _trainer(partitioner, num_microbatches=1, optimizer=optimizers.adafactor, ro
   shapes = {k: (rows, length) for k, (_, length) in SHAPES.items()}
   model = _model(**model_kw)
   tx, schedule = optimizers.create_optimizer(
-      optimizer, 1e-2, param_axes=trainer_lib.param_logical_axes(model, shapes))
+      optimizer, 1e-2, param_axes=run_lib.param_logical_axes(model, shapes))
   return trainer_lib.Trainer(model, partitioner, tx, schedule, shapes,
                              num_microbatches=num_microbatches)
 
