@@ -8,8 +8,9 @@
 #   3. HF's fastest candidates: fused AdamW with checkpointing at batch 64, and
 #      `generate` compiled with a static cache (it did not compile within 100 s once)
 #   4. the decoding rows with their rooflines (greedy 32 and 128, beam 4)
-# The eval-only job rows (infer / hf-infer) need SeqIO and TensorFlow, which the GPU
-# image lacks; `gpu.py --rows infer:...` runs them where they are installed.
+#   5. the rest, which a deadline may leave out: the cuDNN-vs-XLA attention check, the
+#      other HF settings and the eval-only job (infer / hf-infer: they need SeqIO and
+#      TensorFlow, which the GPU image lacks; the CPU smoke run has them)
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
 # the time-to-quality pair (about 3 minutes; `cp -r ../shared/data .ttq_data` first and
 # carry `.ttq_data`); `--quick`, `--quick-profiles`, `--quick-ttq` are CPU smoke runs. Everything goes under
@@ -36,7 +37,7 @@ MODE=${1:-}
 if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" ]]; then
   M=tiny; ATT=xla; LEN=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1)
   PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
-  B=8; BIG=8; MID=8; DEC=8; BASE=tiny; LARGE=tiny
+  B=8; BIG=8; MID=16; DEC=8; BASE=tiny; LARGE=tiny
 else
   M=longlm_large; ATT=cudnn; LEN=(--steps=5); DEADLINE=400; TIMEOUT=240
   B=16; BIG=64; MID=48; DEC=32; BASE=t5_1_1_base; LARGE=t5_1_1_large
@@ -79,12 +80,16 @@ fi
 "$PY" benchmarks/profile_step.py "${DECODE_PROFILE[@]}" --out="$OUT/profile_decode.json" \
   --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
 
-ROWS=(
+ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan"
   "decode:$M:1:$DEC:scan" "hf-decode:$M:1:$DEC:compile"
   "train:$M:$ATT:dots_attention:$BIG:scan:adamw" "hf-train:$M:$BIG:adamw:ckpt"
-  "decode:$M:1:$((DEC * 4)):scan" "decode:$M:4:$DEC:scan"
+  "decode:$M:1:$((DEC * 4)):scan" "hf-decode:$M:1:$((DEC * 4)):compile"
+  "decode:$M:4:$DEC:scan" "hf-decode:$M:4:$DEC"
   "train:$LARGE:$ATT:dots_attention:$MID:scan" "hf-train:$M:$B:adamw:compile"
+  check "hf-train:$M:$B:adamw" "hf-train:$M:$B"
+  "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
+  "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
 )
 "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \
   --out="$OUT/gpu.json" --rows "${ROWS[@]}" | tee -a "$OUT/log.txt"

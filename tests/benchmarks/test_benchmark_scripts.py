@@ -1,70 +1,16 @@
-"""The benchmark scripts' own logic: the GPU script's both sides (on the CPU), the
-fine-tuning benchmark's unpacking, and the harness's alternation."""
-
-import json
-import subprocess
-import sys
+"""The benchmark scripts' own logic: the GPU rows' parsing, ratios and tables (the rows
+themselves run on the CPU in test_benchmark_session.py), the fine-tuning benchmark's
+unpacking, and the harness's alternation."""
 
 import numpy as np
 import pytest
 
 import finetune_csl
-import flops
 import gpu
-import gpu_crosstask
 import gpu_spec
 import gpu_workload
 import harness
-import roofline
 import run_all
-
-
-@pytest.mark.slow
-def test_gpu_script_runs_every_row_kind_on_the_cpu(tmp_path):
-  # The GPU benchmark's CPU mode runs the same code on a tiny model (attention check,
-  # both training sides in several settings, both decoding sides), so the script is
-  # known to work before a GPU is lent. Batch 8: the tests' 8 virtual CPU devices
-  # (conftest) split it.
-  out = tmp_path / "gpu.json"
-  rows = ["check", "train:tiny:xla:none:8", "train:tiny:xla:none:8:adamw", "hf-train:tiny:8",
-          "hf-train:tiny:4:adamw:ckpt", "decode:tiny:2:8", "hf-decode:tiny:2:8:dynamic",
-          "hf-decode:tiny:2:8"]
-  proc = subprocess.run(
-      [sys.executable, str(harness.ROOT / "benchmarks" / "gpu.py"), "--platform=cpu",
-       "--lengths=32/16", "--new_tokens=6", "--steps=1", f"--out={out}", "--rows", *rows],
-      capture_output=True, text=True, cwd=str(harness.ROOT), timeout=900)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  result = {r["row"]: r for r in json.loads(out.read_text())["rows"]}
-  assert list(result) == rows and {r["status"] for r in result.values()} == {"ok"}, result
-  assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in result.values())
-  check = result["check"]
-  assert check["implementation"] == "dot_product" and check["ok"]
-  assert check["worst_rel_err"] < 2e-2
-  cfg = gpu_crosstask.model_config("tiny")
-  train, adamw = result["train:tiny:xla:none:8"], result["train:tiny:xla:none:8:adamw"]
-  assert adamw["settings"]["optimizer"] == "adamw" and train["settings"]["optimizer"] == "adafactor"
-  assert train["model_tflop"] == pytest.approx(flops.train_step(cfg, 8, 32, 16) / 1e12)
-  assert train["tokens_per_s"] == pytest.approx(8 * 48 / train["step_s"])
-  # Every ratio is against HF's fastest training row, whichever batch and setting.
-  hf = [r for r in result.values() if r["kind"] == "hf-train"]
-  fastest = max(hf, key=lambda r: r["tokens_per_s"])
-  assert result["hf-train:tiny:4:adamw:ckpt"]["fused"] is False  # no fused AdamW on a CPU
-  for r in (train, adamw):
-    assert r["ratio_vs_hf"] == pytest.approx(r["tokens_per_s"] / fastest["tokens_per_s"])
-    assert r["hf_row"] == fastest["row"]
-    assert r["hf_setting"] == gpu_spec.parse(fastest["row"]).hf_setting()
-  assert np.isfinite(train["loss"]) and train["loss"] > 0 and train["mfu"] is None
-  decode = result["decode:tiny:2:8"]
-  assert decode["generated_tokens"] <= 8 * 6 and decode["generated_tokens"] >= 8
-  # Beside every decode row, the bytes a step reads (no bandwidth known for a CPU).
-  assert decode["step_bytes"] == {**vars(roofline.step_bytes(cfg, 8, 32, 3, beams=2)),
-                                  "total": roofline.step_bytes(cfg, 8, 32, 3, beams=2).total}
-  assert decode["roofline_ratio"] is None
-  assert result["hf-decode:tiny:2:8"]["step_bytes"]["cross_cache"] == 2 * decode[
-      "step_bytes"]["cross_cache"]  # HF expands the encoder output per beam
-  twins = [result["hf-decode:tiny:2:8:dynamic"], result["hf-decode:tiny:2:8"]]
-  assert decode["ratio_vs_hf"] == pytest.approx(
-      decode["tokens_per_s"] / max(r["tokens_per_s"] for r in twins))
 
 
 def test_rows_parse_once_into_typed_settings():

@@ -1,45 +1,108 @@
-"""The prepared GPU session script, end to end on the CPU with the tiny model."""
+"""The prepared GPU session script, end to end on the CPU with the tiny model, and the
+GPU benchmark's rows it writes: every row kind, both sides (attention check, training,
+decoding, the eval-only job), so the scripts are known to work before a GPU is lent.
+
+One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
+(19 rows, each in its own process), and a module fixture shared by two tests would run
+it once per xdist worker that draws one of them (`make test` is `-n 2`, load-balanced)."""
 
 import json
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
+import flops
+import gpu_crosstask
+import gpu_spec
 import harness
+import roofline
 import trace_categories
 
 
 @pytest.mark.slow
-def test_gpu_session_runs_end_to_end_on_the_cpu(tmp_path):
+def test_gpu_session_runs_every_row_kind_end_to_end_on_the_cpu(tmp_path):
   # What the next GPU session runs in one call, as --quick: both profiles with their raw
-  # traces, crosstask's training rows, HF's fastest candidates and the decoding rows.
+  # traces, crosstask's and HF's training rows, the decoding rows with rooflines and the
+  # eval-only job, all under $OUT. Batches 8 and 16: the tests' 8 virtual CPU devices
+  # (conftest) split them.
   env = dict(os.environ, OUT=str(tmp_path), PYTHON=harness.sys.executable)
   proc = subprocess.run(["bash", str(harness.ROOT / "benchmarks" / "gpu_session.sh"), "--quick"],
                         capture_output=True, text=True, cwd=str(harness.ROOT), env=env,
                         timeout=3600)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-  assert {p.name for p in tmp_path.iterdir()} == {
+  rows = {r["row"]: r for r in json.loads((tmp_path / "gpu.json").read_text())["rows"]}
+  _check_the_session(tmp_path, rows)
+  _check_the_rows_measure_what_they_name(rows)
+
+
+def _check_the_session(session, rows):
+  """The files the session writes, and every row ok, with its HF twin and ratio."""
+  assert {p.name for p in session.iterdir()} == {
       "profile_train.json", "profile_decode.json", "raw", "gpu.json", "log.txt"}
   # At most 8 files come back from the device machine, 2 folders down at most.
-  assert len([p for p in tmp_path.rglob("*") if p.is_file()]) <= 8
+  assert len([p for p in session.rglob("*") if p.is_file()]) <= 8
   for kind in ("train", "decode"):
-    profile = json.loads((tmp_path / f"profile_{kind}.json").read_text())
+    profile = json.loads((session / f"profile_{kind}.json").read_text())
     assert set(profile["ops_ms_per_step"]) == set(trace_categories.CATEGORIES)
     assert profile["ops_ms_per_step"]["matmul"] > 0 and profile["top_ops"]
-    assert (tmp_path / "raw" / f"{kind}.xplane.pb.gz").stat().st_size > 0
+    assert (session / "raw" / f"{kind}.xplane.pb.gz").stat().st_size > 0
   assert profile["ms_per_token_step"] > 0  # the decode's
-  assert "idle (span less busy)" in (tmp_path / "log.txt").read_text()
-  listed = json.loads((tmp_path / "gpu.json").read_text())["rows"]
-  rows = {r["row"]: r for r in listed}  # (--quick's T5 1.1 large row is the tiny model's)
+  assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
-  assert len(listed) == 10 and not failed, failed
+  assert len(rows) == 19 and not failed and rows["check"]["ok"], failed
+  assert {r["kind"] for r in rows.values()} == {
+      "check", "train", "hf-train", "decode", "hf-decode", "infer", "hf-infer"}
+  assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in rows.values())
   for name, row in rows.items():
     if row["kind"] in ("decode", "hf-decode"):
       assert row["step_bytes"]["total"] > 0, name
-  # Ratios only against HF rows of the same work: every training row has one, and the
-  # greedy decode at the batch HF decoded.
-  for name, row in rows.items():
-    if row["framework"] == "crosstask" and (row["kind"] == "train" or name == "decode:tiny:1:8:scan"):
+    if row["framework"] == "crosstask" and row["kind"] != "check":
       assert row["hf_row"] in rows and row["ratio_vs_hf"] > 0, name
-  assert "ratio_vs_hf" not in rows["decode:tiny:4:8:scan"]
+    if row["kind"] in ("decode", "infer"):  # against HF's row of the same batch and beams
+      twin = rows[row["hf_row"]]
+      assert (twin["batch"], twin.get("beams")) == (row["batch"], row.get("beams")), name
+  infer = rows["infer:tiny:8:scan"]
+  assert 0 < infer["outside_decode_share"] < 1 and infer["examples"] > 0
+  assert infer["ratio_vs_hf"] == pytest.approx(
+      infer["examples_per_s"] / rows["hf-infer:tiny:8"]["examples_per_s"])
+
+
+def _check_the_rows_measure_what_they_name(rows):
+  """The attention check, the training rows' FLOPs, speed, loss and HF ratio, and the
+  decoding rows' bytes per step and HF ratio, each against a hand computation."""
+  check = rows["check"]
+  assert check["implementation"] == "dot_product" and check["ok"]
+  assert check["worst_rel_err"] < 2e-2
+  cfg = gpu_crosstask.model_config("tiny")
+  train = rows["train:tiny:xla:dots_attention:8:scan"]
+  adamw = rows["train:tiny:xla:dots_attention:8:scan:adamw"]
+  assert adamw["settings"]["optimizer"] == "adamw" and train["settings"]["optimizer"] == "adafactor"
+  assert train["model_tflop"] == pytest.approx(flops.train_step(cfg, 8, 32, 16) / 1e12)
+  assert train["tokens_per_s"] == pytest.approx(8 * 48 / train["step_s"])
+  # Every ratio is against HF's fastest training row, whichever batch and setting.
+  hf = [r for r in rows.values() if r["kind"] == "hf-train"]
+  fastest = max(hf, key=lambda r: r["tokens_per_s"])
+  assert rows["hf-train:tiny:8:adamw:ckpt"]["fused"] is False  # no fused AdamW on a CPU
+  for r in (train, adamw):
+    assert r["ratio_vs_hf"] == pytest.approx(r["tokens_per_s"] / fastest["tokens_per_s"])
+    assert r["hf_row"] == fastest["row"]
+    assert r["hf_setting"] == gpu_spec.parse(fastest["row"]).hf_setting()
+  for r in (train, adamw):
+    assert np.isfinite(r["loss"]) and r["loss"] > 0 and r["mfu"] is None
+  # Beside every decode row, the bytes a step reads (no bandwidth known for a CPU);
+  # HF expands the encoder output per beam, crosstask shares it.
+  for beams in (1, 4):
+    decode = rows[f"decode:tiny:{beams}:8:scan"]
+    assert 8 <= decode["generated_tokens"] <= 8 * 6  # the best decode of each example
+    want = roofline.step_bytes(cfg, 8, 32, 3, beams=beams)
+    assert decode["step_bytes"] == {**vars(want), "total": want.total}
+    assert decode["roofline_ratio"] is None
+    assert rows[f"hf-decode:tiny:{beams}:8"]["step_bytes"]["cross_cache"] == beams * decode[
+        "step_bytes"]["cross_cache"]
+  # The ratio is against HF's fastest twin: static, compiled or dynamic cache.
+  decode = rows["decode:tiny:1:8:scan"]
+  twins = [rows[f"hf-decode:tiny:1:8{cache}"] for cache in ("", ":compile", ":dynamic")]
+  assert decode["ratio_vs_hf"] == pytest.approx(
+      decode["tokens_per_s"] / max(r["tokens_per_s"] for r in twins))

@@ -207,12 +207,15 @@ def test_meta_train_then_k_shot_end_to_end(tmp_path):
                  "--gin.TRAIN_STEPS=3", "--gin.BATCH_SIZE=8", "--gin.EVAL_PERIOD=0",
                  "--gin.CHECKPOINT_PERIOD=3", "--gin.WARMUP_STEPS=1"])
   assert (meta_dir / "checkpoint_3").is_dir()
-  _run(common + ["--gin_file=xbench/xbench_fewshot.gin", f"--gin.MODEL_DIR='{few_dir}'",
-                 "--gin.SHOTS=2", "--gin.TRAIN_STEPS=2", "--gin.BATCH_SIZE=8",
-                 "--gin.EVAL_PERIOD=2", "--gin.EVAL_STEPS=1", "--gin.CHECKPOINT_PERIOD=2",
-                 "--gin.WARMUP_STEPS=1", "--gin.EVAL_SPLIT='s0_test'",
-                 "--gin.LEARNING_RATE=0.0",
-                 f"--gin.INITIAL_CHECKPOINT_PATH='{meta_dir}/checkpoint_3'"])
+  few = _run(common + ["--gin_file=xbench/xbench_fewshot.gin", f"--gin.MODEL_DIR='{few_dir}'",
+                       "--gin.SHOTS=2", "--gin.TRAIN_STEPS=2", "--gin.BATCH_SIZE=8",
+                       "--gin.EVAL_PERIOD=2", "--gin.EVAL_STEPS=1", "--gin.CHECKPOINT_PERIOD=2",
+                       "--gin.WARMUP_STEPS=1", "--gin.EVAL_SPLIT='s0_test'",
+                       "--gin.LEARNING_RATE=0.0",
+                       f"--gin.INITIAL_CHECKPOINT_PATH='{meta_dir}/checkpoint_3'"])
+  # Stage 2 takes stage 1's parameters (equal below), not its step (it saves and scores
+  # step 2, from 0).
+  assert f"Initialised parameters from {meta_dir}/checkpoint_3" in few.stdout, few.stdout[-3000:]
   stage_1, stage_2 = _saved_params(meta_dir / "checkpoint_3"), _saved_params(few_dir / "checkpoint_2")
   assert stage_1.keys() == stage_2.keys() and len(stage_1) > 10
   for name, value in stage_1.items():
