@@ -108,7 +108,7 @@ def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]
   from crosstask.runtime import partitioning
   from crosstask.runtime import trainer as trainer_lib
   cfg = model_config(row.model, attention=row.attention, remat_policy=row.remat,
-                     scan_layers=row.scan)
+                     scan_layers=row.scan, scan_unroll=row.unroll)
   net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
   data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
   shapes = {k: v.shape for k, v in data.items()}
@@ -157,7 +157,8 @@ def row_decode(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any
   import numpy as np
   from crosstask.runtime import platform
   # Decoding attends one query at a time: no fused kernel.
-  cfg = model_config(row.model, attention='xla', scan_layers=row.scan)
+  cfg = model_config(row.model, attention='xla', scan_layers=row.scan,
+                     scan_unroll=row.unroll, cross_keys_last=row.cross_keys_last)
   net = decoding_model(cfg, row.beams)
   params = random_params(net, lengths)
   inputs = gpu_workload.decode_inputs(row.batch, lengths.inputs, cfg.vocab_size)

@@ -34,7 +34,11 @@ POSITIONAL = {
     'infer': ('model', 'batch'),
     'hf-infer': ('model', 'batch'),
 }
-_XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('scan', True)}
+# `unrollN`: N layers per iteration of the layer scan (TransformerConfig.scan_unroll).
+_XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('scan', True),
+                **{f'unroll{n}': ('unroll', n) for n in (2, 4, 8)}}
+# `keysfirst`: decoding caches the encoder keys [b, h, len, d] (cross_keys_last=False).
+_DECODE_OPTIONS = {**_XLA_OPTIONS, 'keysfirst': ('cross_keys_last', False)}
 _OPTIMIZERS = {'adafactor': ('optimizer', 'adafactor'), 'adamw': ('optimizer', 'adamw')}
 _HF_DECODE = {'static': ('cache', 'static'), 'dynamic': ('cache', 'dynamic'),
               'compile': ('compiled', True)}
@@ -43,9 +47,9 @@ OPTIONS = {
     'check': {},
     'train': {**_XLA_OPTIONS, **_OPTIMIZERS},
     'hf-train': {**_OPTIMIZERS, 'ckpt': ('checkpointing', True), 'compile': ('compiled', True)},
-    'decode': _XLA_OPTIONS,
+    'decode': _DECODE_OPTIONS,
     'hf-decode': _HF_DECODE,
-    'infer': _XLA_OPTIONS,
+    'infer': _DECODE_OPTIONS,
     'hf-infer': _HF_DECODE,
 }
 _INTS = ('batch', 'beams')
@@ -64,6 +68,8 @@ class Row:
   optimizer: str = 'adafactor'  # train, hf-train
   flags: str = 'default'  # crosstask rows: an XLA_FLAG_SETS name
   scan: bool = False  # crosstask rows: each layer stack one nn.scan
+  unroll: int = 1  # crosstask rows: layers per scan iteration
+  cross_keys_last: bool = True  # decode, infer: the cached encoder keys' layout
   checkpointing: bool = False  # hf-train: gradient checkpointing
   compiled: bool = False  # hf rows: torch.compile
   cache: str = 'static'  # hf-decode, hf-infer

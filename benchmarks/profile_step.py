@@ -58,7 +58,7 @@ def capture(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
   from crosstask.runtime import partitioning
   from crosstask.runtime import trainer as trainer_lib
   cfg = gpu_crosstask.model_config(row.model, attention=row.attention, remat_policy=row.remat,
-                                   scan_layers=row.scan)
+                                   scan_layers=row.scan, scan_unroll=row.unroll)
   net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
   data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
   shapes = {k: v.shape for k, v in data.items()}
@@ -86,7 +86,9 @@ def capture_decode(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str)
   import jax
   import numpy as np
   from crosstask.runtime import platform
-  cfg = gpu_crosstask.model_config(row.model, attention='xla', scan_layers=row.scan)
+  cfg = gpu_crosstask.model_config(row.model, attention='xla', scan_layers=row.scan,
+                                   scan_unroll=row.unroll,
+                                   cross_keys_last=row.cross_keys_last)
   net = gpu_crosstask.decoding_model(cfg, row.beams)
   params = gpu_crosstask.random_params(net, lengths)
   inputs = gpu_workload.decode_inputs(row.batch, lengths.inputs, cfg.vocab_size)

@@ -39,6 +39,8 @@ class TransformerConfig:
   leading "layers" axis, params under `layers` instead of `layers_0..N-1`): the
   compiler sees one layer instead of N, which cuts compile time and compile memory
   of deep models; models/layer_stacking.py converts parameters between the layouts.
+  `scan_unroll` layers run per iteration of that scan (`lax.scan`'s unroll; 1: one):
+  fewer iterations, fewer of the loop's per-iteration copies, a longer compile.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
   """
@@ -64,6 +66,9 @@ class TransformerConfig:
   remat_policy: str = "auto"
   attention: str = "auto"
   scan_layers: bool = False
+  scan_unroll: int = 1
+  # Decoding's cached encoder keys: [b, h, d, len] (True) or [b, h, len, d].
+  cross_keys_last: bool = True
 
   def __post_init__(self):
     # Gin hands lists; keep the record hashable.
@@ -96,6 +101,13 @@ class TransformerConfig:
                        f"got {self.attention!r}")
     if not isinstance(self.scan_layers, bool):
       raise ValueError(f"TransformerConfig.scan_layers must be a bool, got {self.scan_layers!r}")
+    if not isinstance(self.cross_keys_last, bool):
+      raise ValueError(f"TransformerConfig.cross_keys_last must be a bool, "
+                       f"got {self.cross_keys_last!r}")
+    if (not isinstance(self.scan_unroll, int) or isinstance(self.scan_unroll, bool)
+        or self.scan_unroll < 1):
+      raise ValueError(f"TransformerConfig.scan_unroll must be a positive int, "
+                       f"got {self.scan_unroll!r}")
     for name in ("dtype", "param_dtype"):
       if getattr(self, name) not in _DTYPES:
         raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")

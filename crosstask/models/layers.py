@@ -179,14 +179,17 @@ class MultiHeadAttention(nn.Module):
     # cached encoder keys or the past keys. The cached encoder keys are stored
     # keys-last ([b, h, d, len]): each step's product with a few query rows (beam
     # copies) is then a plain [q, d] x [d, len] matmul over the cache as stored.
+    # (`cross_keys_last=False` keeps them [b, h, len, d] instead: a layout to measure.)
     query = project_heads_first(inputs_q, wq)
-    keys_last = decode and self.is_cross_attention
-    if keys_last:
+    cached_cross = decode and self.is_cross_attention
+    keys_last = cached_cross and cfg.cross_keys_last
+    if cached_cross:
       if self.has_variable("cache", "cross_key"):
         key = self.get_variable("cache", "cross_key")
         value = self.get_variable("cache", "cross_value")
       else:
-        key = jnp.swapaxes(project_heads_first(inputs_kv, wk), 2, 3)
+        key = project_heads_first(inputs_kv, wk)
+        key = jnp.swapaxes(key, 2, 3) if keys_last else key
         value = project_heads_first(inputs_kv, wv)
         self.put_variable("cache", "cross_key", key)
         self.put_variable("cache", "cross_value", value)

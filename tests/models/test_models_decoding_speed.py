@@ -83,3 +83,20 @@ def test_a_scanned_stack_decodes_unrolled_to_the_same_tokens():
   plain = model_lib.EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB)
   np.testing.assert_array_equal(np.asarray(model.predict_batch(stacked, _batch())),
                                 np.asarray(plain.predict_batch(params, _batch())))
+
+
+@pytest.mark.parametrize("decode_fn,num_decodes", [(decoding.temperature_sample, 1),
+                                                   (decoding.beam_search, 3)])
+def test_both_layouts_of_the_cached_encoder_keys_decode_the_same_tokens(decode_fn, num_decodes):
+  extra = {"temperature": 0.0} if num_decodes == 1 else {}
+  params = _params(CFG)
+  outputs = []
+  for keys_last in (True, False):
+    cfg = dataclasses.replace(CFG, cross_keys_last=keys_last)
+    model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
+    outputs.append(np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
+                                                  num_decodes=num_decodes)))
+    _, cache = model.decoding_programs()[0](params, _batch())
+    key = cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"]
+    assert key.shape == ((3, 4, 8, 10) if keys_last else (3, 4, 10, 8))
+  np.testing.assert_array_equal(outputs[0], outputs[1])

@@ -81,6 +81,19 @@ def test_scanned_equals_unscanned_in_logits_loss_and_gradients():
                s_grads, layer_stacking.stack_layers(grads))
 
 
+def test_an_unrolled_scan_computes_the_same_and_refuses_nonsense():
+  # Two layers per iteration over stacks of 2 and 3 layers (the last iteration short).
+  loss, logits, grads = _loss_logits_grads(SCANNED, layer_stacking.stack_layers(_params()))
+  two = dataclasses.replace(SCANNED, scan_unroll=2)
+  u_loss, u_logits, u_grads = _loss_logits_grads(two, layer_stacking.stack_layers(_params()))
+  np.testing.assert_allclose(u_logits, logits, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(u_loss, loss, rtol=1e-6)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+               u_grads, grads)
+  with pytest.raises(ValueError, match="scan_unroll must be a positive int"):
+    dataclasses.replace(SCANNED, scan_unroll=0)
+
+
 def test_stack_and_unstack_round_trip_and_refuse_gaps():
   params = _params()
   back = layer_stacking.unstack_layers(layer_stacking.stack_layers(params))
