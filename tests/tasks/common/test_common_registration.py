@@ -108,7 +108,7 @@ def sample_sp(tmp_path_factory):
   from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
   with paths.use_data_dir(paths.SAMPLE_DIR):
     texts = [r[f] for r in readers.read_records("train") for f in ("title", "abstract")]
-  return train_vocab.train(texts, str(tmp_path_factory.mktemp("sp") / "csl_sample"),
+  return train_vocab.train(texts, str(tmp_path_factory.mktemp("sp") / "csl_registration"),
                            vocab_size=2400)
 
 
@@ -129,14 +129,14 @@ def test_a_registered_task_keeps_its_vocabulary_whatever_gin_parses(clean_gin, s
   # The same task for the SentencePiece model is another name, registered on demand.
   sp = vocabularies.get(sample_sp)
   assert vocabularies.task_name(name, sp) in csl.register(sp)
-  sp_task = seqio.get_mixture_or_task(f"{name}.csl_sample")
+  sp_task = seqio.get_mixture_or_task(f"{name}.csl_registration")
   assert all(f.vocabulary is sp for f in sp_task.output_features.values())
   ex = next(sp_task.get_dataset(lengths, split="validation", shuffle=False).as_numpy_iterator())
   assert ex["inputs_pretokenized"] == before["inputs_pretokenized"]
   assert len(ex["inputs"]) < len(before["inputs"]) / 2  # pieces, not 3 bytes a character
-  mixture = seqio.get_mixture_or_task("csl_zh_xtask_2_1_meta.csl_sample")
+  mixture = seqio.get_mixture_or_task("csl_zh_xtask_2_1_meta.csl_registration")
   assert sorted(t.name for t in mixture.tasks) == sorted(
-      f"{t.name}.csl_sample" for t in seqio.get_mixture_or_task("csl_zh_xtask_2_1_meta").tasks)
+      f"{t.name}.csl_registration" for t in seqio.get_mixture_or_task("csl_zh_xtask_2_1_meta").tasks)
 
 
 def _model(vocabulary, rows: int):
@@ -156,7 +156,7 @@ def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
                                                 False, 0, module=module)
   for name in ("csl_zh_abstract_to_title", "csl_zh_xtask_2_1_meta"):
     cfg = data.check_run_vocabulary(_model(sp, 2432), run(name, "crosstask.tasks.csl"))
-    assert cfg.mixture_or_task_name == f"{name}.csl_sample"
+    assert cfg.mixture_or_task_name == f"{name}.csl_registration"
     cfg = data.check_run_vocabulary(_model(vocabularies.get(), 384),
                                     run(name, "crosstask.tasks.csl"))
     assert cfg.mixture_or_task_name == name
@@ -165,7 +165,7 @@ def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
   import runtime_helpers  # pylint: disable=g-import-not-at-top,unused-import
   with pytest.raises(ValueError, match=r"Task 'runtime_copy' feature 'inputs' is tokenized with "
                                        r"bytes \(259 ids\), but the model's input vocabulary is "
-                                       r"SentencePiece .*csl_sample\.model \(2400 ids\)"):
+                                       r"SentencePiece .*csl_registration\.model \(2400 ids\)"):
     data.check_run_vocabulary(_model(sp, 2432), run("runtime_copy", "runtime_helpers"))
 
 
@@ -232,8 +232,8 @@ def test_a_run_says_which_vocabulary_copy_of_its_task_it_reads(sample_sp, capsys
   cfg = data.DatasetConfig("csl_zh_abstract_to_title", {"inputs": 8, "targets": 8}, "train", 8,
                            False, 0, module="crosstask.tasks.csl")
   resolved = run_lib.resolve(_model(vocabularies.get(sample_sp), 2432), datasets={"train": cfg})
-  assert resolved.dataset("train").mixture_or_task_name == "csl_zh_abstract_to_title.csl_sample"
-  assert ("Task 'csl_zh_abstract_to_title' is read as 'csl_zh_abstract_to_title.csl_sample'"
+  assert resolved.dataset("train").mixture_or_task_name == "csl_zh_abstract_to_title.csl_registration"
+  assert ("Task 'csl_zh_abstract_to_title' is read as 'csl_zh_abstract_to_title.csl_registration'"
           in capsys.readouterr().out)
   # A model of the task's own vocabulary reads the task as named, silently.
   resolved = run_lib.resolve(_model(vocabularies.get(), 384), datasets={"train": cfg})
