@@ -44,9 +44,6 @@ from jax.sharding import PartitionSpec
 
 FUSED = ("dot_product", "cudnn", "flash")
 
-# Implementations that read the mask as one additive bias (AttentionMask.with_kernel_bias).
-KERNEL_BIAS = ("dot_product", "cudnn")
-
 # Added to attention logits of masked pairs (T5X uses the same finite value, which
 # keeps fully masked rows finite).
 NEG_INF = -1e10
@@ -70,9 +67,6 @@ class AttentionMask:
   q_segments: jax.Array  # int32 [batch, q]
   k_segments: jax.Array  # int32 [batch, k]
   causal: bool = flax.struct.field(pytree_node=False, default=False)
-  # "dot_product" / "cudnn": the mask and the shared position bias as the one additive
-  # bias the kernel reads, built once per layer stack (`with_kernel_bias`).
-  kernel_bias: jax.Array | None = None  # [batch, heads or 1, q, k], the compute dtype
 
   @classmethod
   def from_valid(cls, q_valid: jax.Array, k_valid: jax.Array,
@@ -98,22 +92,6 @@ class AttentionMask:
     """Additive float32 [batch, 1, q, k]: 0 where allowed, NEG_INF elsewhere."""
     return jnp.where(self.allowed(), 0.0, NEG_INF).astype(jnp.float32)
 
-  def with_kernel_bias(self, position_bias: jax.Array | None, dtype) -> "AttentionMask":
-    """This mask carrying the bias `dot_product` / `cudnn` hand the kernel, built here once.
-
-    Why: jax folds a boolean mask into the bias inside every call, so each layer wrote
-    (and, under remat, rewrote in its backward pass) a [batch, heads, q, k] sum of the
-    position bias and the mask, although both are the same in every layer of a stack.
-    Built once per stack, the layers read it as it is; `cudnn_attention` still hands
-    each layer's bias gradient, summed over the batch, to the position bias.
-    The sum is jax's own: the position bias in `dtype` plus 0 or a large negative.
-    """
-    large_negative = jnp.asarray(-0.7 * jnp.finfo(dtype).max, dtype)
-    bias = jnp.where(self.allowed(with_causal=False), jnp.asarray(0, dtype), large_negative)
-    if position_bias is not None:
-      bias = jax.lax.stop_gradient(position_bias).astype(dtype) + bias
-    return self.replace(kernel_bias=bias)
-
 
 def fused_attention(implementation: str, query: jax.Array, key: jax.Array, value: jax.Array,
                     mask: AttentionMask, position_bias: jax.Array | None) -> jax.Array:
@@ -136,34 +114,9 @@ def fused_attention(implementation: str, query: jax.Array, key: jax.Array, value
 
 def _dot_product_attention(query, key, value, mask: AttentionMask, bias,
                            implementation: str | None) -> jax.Array:
-  if mask.kernel_bias is not None:
-    bias = (mask.kernel_bias if bias is None
-            else _gradient_to_position_bias(mask.kernel_bias, bias))
-    return jax.nn.dot_product_attention(query, key, value, bias=bias, scale=1.0,
-                                        is_causal=mask.causal, implementation=implementation)
   return jax.nn.dot_product_attention(
       query, key, value, bias=bias, mask=mask.allowed(with_causal=False), scale=1.0,
       is_causal=mask.causal, implementation=implementation)
-
-
-@jax.custom_vjp
-def _gradient_to_position_bias(kernel_bias: jax.Array, position_bias: jax.Array) -> jax.Array:
-  """`kernel_bias` (which already holds the position bias), with the gradient it gets
-  handed to `position_bias` summed over the batch, as jax's own mask folding does."""
-  del position_bias
-  return kernel_bias
-
-
-def _gradient_to_position_bias_fwd(kernel_bias, position_bias):
-  return kernel_bias, position_bias
-
-
-def _gradient_to_position_bias_bwd(position_bias, g):
-  summed = jnp.sum(g.astype(jnp.float32), axis=0, keepdims=True)
-  return None, jnp.broadcast_to(summed, position_bias.shape).astype(position_bias.dtype)
-
-
-_gradient_to_position_bias.defvjp(_gradient_to_position_bias_fwd, _gradient_to_position_bias_bwd)
 
 
 def cudnn_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: AttentionMask,
@@ -178,9 +131,7 @@ def cudnn_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: At
   if query.dtype not in (jnp.bfloat16, jnp.float16):
     raise ValueError(f"TransformerConfig.attention='cudnn' needs dtype bfloat16 or "
                      f"float16, got query dtype {query.dtype}")
-  bias = position_bias
-  if bias is not None and mask.kernel_bias is None:
-    bias = bias.astype(query.dtype)  # (a kernel bias holds it cast already)
+  bias = None if position_bias is None else position_bias.astype(query.dtype)
   return _dot_product_attention(query, key, value, mask, bias, implementation)
 
 

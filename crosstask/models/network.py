@@ -108,8 +108,6 @@ class Encoder(nn.Module):
     length = tokens.shape[1]
     position_bias = layers.RelativePositionBias(cfg, bidirectional=True, name="relpos_bias")(
         length, length)
-    if cfg.attention in attention.KERNEL_BIAS:
-      mask = mask.with_kernel_bias(position_bias, cfg.compute_dtype)
     x = self.shared_embedding(tokens)
     x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
@@ -154,9 +152,6 @@ class Decoder(nn.Module):
       position_bias = relpos(length, length)
       cross_mask = attention.AttentionMask.from_valid(q_valid, enc_valid, segment_ids,
                                                       encoder_segment_ids)
-      if cfg.attention in attention.KERNEL_BIAS and not decode:
-        self_mask = self_mask.with_kernel_bias(position_bias, cfg.compute_dtype)
-        cross_mask = cross_mask.with_kernel_bias(None, cfg.compute_dtype)
     if cfg.decoder_start_id:
       # Inputs hold T5X's start/pad id 0 (feature converter, decoding loop); models trained
       # with another start token (LongLM: 1) see that one. Masks come from the targets.

@@ -201,31 +201,6 @@ def test_cudnn_branch_through_xla_keeps_masks_and_bounds_the_bias_cast(causal):
   assert np.abs(np.asarray(got, np.float32) - np.asarray(uncast, np.float32))[real].max() > 0
 
 
-@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
-def test_a_kernel_bias_built_once_gives_the_same_values_and_gradients(causal):
-  """The bias the "cudnn" call reads, built once per stack, against jax folding the mask
-  in at every call: the same outputs, and the same gradients for q, k, v and the float32
-  position bias (summed over the batch by the custom gradient instead of by jax)."""
-  q, k, v, bias = _half_precision_operands()
-  mask = attention.packed_mask([[10, 8], [17]], _LEN, causal=causal)
-  prepared = mask.with_kernel_bias(bias, jnp.bfloat16)
-  assert prepared.kernel_bias.shape == (2, bias.shape[1], _LEN, _LEN)
-  real = jnp.asarray(mask.q_segments >= 0)[:, :, None, None]
-
-  def loss(m):
-    def f(q, k, v, bias):
-      out = attention.cudnn_attention(q, k, v, m, bias, implementation=None)
-      return jnp.sum(jnp.where(real, out.astype(jnp.float32), 0.0) ** 2)
-    return f
-  want = jax.jit(jax.value_and_grad(loss(mask), argnums=(0, 1, 2, 3)))(q, k, v, bias)
-  got = jax.jit(jax.value_and_grad(loss(prepared), argnums=(0, 1, 2, 3)))(q, k, v, bias)
-  np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
-  for name, g, w in zip("qkvb", got[1], want[1]):
-    g, w = np.asarray(g, np.float32), np.asarray(w, np.float32)
-    assert np.abs(g - w).max() <= 0.02 * np.abs(w).max(), name
-  assert np.abs(np.asarray(got[1][3])).max() > 0  # the position bias does get a gradient
-
-
 def test_cudnn_refuses_float32_by_name():
   cfg = dataclasses.replace(CFG, attention="cudnn")
   enc, tgt, dec, _, _ = _packed_batch()
