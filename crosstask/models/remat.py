@@ -23,13 +23,6 @@ def _dots_and_attention(prim, *avals, **params) -> bool:
           or jax.checkpoint_policies.dots_saveable(prim, *avals, **params))
 
 
-_save_norms = jax.checkpoint_policies.save_only_these_names(NORM_OUTPUT)
-
-
-def _dots_attention_and_norms(prim, *avals, **params) -> bool:
-  return _dots_and_attention(prim, *avals, **params) or _save_norms(prim, *avals, **params)
-
-
 # name -> jax.checkpoint policy (None: save only the layer's inputs).
 POLICIES: dict[str, Callable[..., bool] | None] = {
     "full": None,
@@ -38,7 +31,8 @@ POLICIES: dict[str, Callable[..., bool] | None] = {
     # dots, and the fused attention forward's outputs: no attention kernel runs twice.
     "dots_attention": _dots_and_attention,
     # ... and the normalised inputs of the projections: no norm is recomputed either.
-    "dots_attention_norms": _dots_attention_and_norms,
+    "dots_attention_norms": jax.checkpoint_policies.save_from_both_policies(
+        _dots_and_attention, jax.checkpoint_policies.save_only_these_names(NORM_OUTPUT)),
 }
 NO_REMAT = ("auto", "none")
 
