@@ -216,6 +216,25 @@ def breakdown(events: list[tuple[str, int, int]], hlo_text: str, steps: int,
           'top_ops': rows[:top]}
 
 
+def _read(xplane: pathlib.Path, hlo_text: str, row: gpu_spec.Row, lengths: Lengths,
+          steps: int, top: int, step_s: float | None, device: str) -> dict[str, Any]:
+  """The result of a trace and its HLO: the breakdown, per token step for a decode
+  (whose table is its loop's: the encoder runs once per decode, not per token).
+  `step_s` None: taken from the trace's span."""
+  decode = row.work == 'decode'
+  ops = trace_categories.parse_hlo(hlo_text)
+  events = trace_events(str(xplane), ops, module='predict_loop' if decode else None)
+  if not events:
+    raise SystemExit(f'profile_step: the trace of {row.text!r} holds no XLA ops')
+  result = {'row': row.text, 'settings': row.settings(), 'steps': steps,
+            'lengths': vars(lengths), 'device': device,
+            **breakdown(events, hlo_text, steps, top, ops)}
+  result['step_s'] = step_s if step_s is not None else result['span_ms_per_step'] / 1e3
+  if decode:
+    result['ms_per_token_step'] = 1e3 * result['step_s'] / lengths.new_tokens
+  return result
+
+
 def profile(row: gpu_spec.Row, lengths: Lengths, steps: int, top: int = 15,
             raw_dir: str | None = None) -> dict[str, Any]:
   """The breakdown of `steps` traced steps of the train (or decode) row `row`, with its
@@ -227,17 +246,8 @@ def profile(row: gpu_spec.Row, lengths: Lengths, steps: int, top: int = 15,
     (xplane,) = pathlib.Path(logdir).rglob('*.xplane.pb')
     if raw_dir:
       save_raw(raw_dir, xplane, hlo_text, 'decode' if decode else 'train')
-    ops = trace_categories.parse_hlo(hlo_text)
-    # A decode's table is its loop's (the encoder runs once per decode, not per token).
-    events = trace_events(str(xplane), ops, module='predict_loop' if decode else None)
-  if not events:
-    raise SystemExit(f'profile_step: the trace of {row.text!r} holds no XLA ops')
-  result = {'row': row.text, 'settings': row.settings(), 'steps': steps,
-            'lengths': vars(lengths), 'device': jax.devices()[0].device_kind,
-            'step_s': step_s, **breakdown(events, hlo_text, steps, top, ops)}
-  if decode:
-    result['ms_per_token_step'] = 1e3 * step_s / lengths.new_tokens
-  return result
+    return _read(xplane, hlo_text, row, lengths, steps, top, step_s,
+                 jax.devices()[0].device_kind)
 
 
 def from_raw(directory: str, row: gpu_spec.Row, lengths: Lengths, steps: int,
@@ -245,22 +255,13 @@ def from_raw(directory: str, row: gpu_spec.Row, lengths: Lengths, steps: int,
   """The breakdown read again from a `--save_raw` directory (a GPU run's trace and HLO,
   brought back), with the step time taken from the trace's span."""
   import gzip
-  decode = row.work == 'decode'
-  stem = pathlib.Path(directory) / ('decode' if decode else 'train')
+  stem = pathlib.Path(directory) / ('decode' if row.work == 'decode' else 'train')
   with gzip.open(f'{stem}.hlo.txt.gz', 'rt') as f:
     hlo_text = f.read()
-  ops = trace_categories.parse_hlo(hlo_text)
   with tempfile.TemporaryDirectory() as tmp, gzip.open(f'{stem}.xplane.pb.gz', 'rb') as src:
     xplane = pathlib.Path(tmp) / 'trace.xplane.pb'
     xplane.write_bytes(src.read())
-    events = trace_events(str(xplane), ops, module='predict_loop' if decode else None)
-  result = {'row': row.text, 'settings': row.settings(), 'steps': steps,
-            'lengths': vars(lengths), 'device': f'(read from {directory})',
-            **breakdown(events, hlo_text, steps, top, ops)}
-  result['step_s'] = result['span_ms_per_step'] / 1e3
-  if decode:
-    result['ms_per_token_step'] = 1e3 * result['step_s'] / lengths.new_tokens
-  return result
+    return _read(xplane, hlo_text, row, lengths, steps, top, None, f'(read from {directory})')
 
 
 def print_report(result: dict[str, Any]) -> None:
