@@ -90,6 +90,13 @@ def test_an_unrolled_scan_computes_the_same_and_refuses_nonsense():
   np.testing.assert_allclose(u_loss, loss, rtol=1e-6)
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
                u_grads, grads)
+  # And it does unroll: two layers per iteration make another program.
+  b, stacked = _batch(), layer_stacking.stack_layers(_params())
+
+  def program(cfg):
+    return jax.jit(Transformer(cfg).apply).lower(
+        {"params": stacked}, b["encoder_input_tokens"], b["decoder_input_tokens"]).as_text()
+  assert program(two) != program(SCANNED)
   with pytest.raises(ValueError, match="scan_unroll must be a positive int"):
     dataclasses.replace(SCANNED, scan_unroll=0)
 
