@@ -4,12 +4,13 @@ import dataclasses
 
 import jax.numpy as jnp
 
+from crosstask.models import remat
+
 _ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "linear")
 _DTYPES = ("float32", "bfloat16", "float16")
 # "auto" is for the runtime's platform profile to replace; the model reads it as the
 # first real choice ("none" remat, "xla" attention).
-REMAT_POLICIES = ("auto", "none", "full", "dots", "minimal", "dots_attention",
-                  "dots_attention_norms")
+REMAT_POLICIES = remat.NO_REMAT + tuple(remat.POLICIES)  # the policies remat.py defines
 ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "flash")
 
 
