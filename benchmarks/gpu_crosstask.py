@@ -101,19 +101,30 @@ def optimizer(name: str, net, shapes):
                                      param_axes=run_lib.param_logical_axes(net, shapes))
 
 
-def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
-  import jax
+def row_config(row: gpu_spec.Row, **overrides: Any):
+  """The row's model config: its layer scan and layouts, and `overrides`."""
+  return model_config(row.model, scan_layers=row.scan, scan_unroll=row.unroll,
+                      cross_keys_last=row.cross_keys_last, **overrides)
+
+
+def train_workload(row: gpu_spec.Row, lengths: Lengths):
+  """(Trainer, packed batch on the host) of a train row: T5X's loss with z-loss, the
+  row's optimizer, one default Partitioner."""
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
   from crosstask.runtime import partitioning
   from crosstask.runtime import trainer as trainer_lib
-  cfg = model_config(row.model, attention=row.attention, remat_policy=row.remat,
-                     scan_layers=row.scan, scan_unroll=row.unroll)
+  cfg = row_config(row, attention=row.attention, remat_policy=row.remat)
   net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
   data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
   shapes = {k: v.shape for k, v in data.items()}
   tx, schedule = optimizer(row.optimizer, net, shapes)
-  trainer = trainer_lib.Trainer(net, partitioning.Partitioner(), tx, schedule, shapes)
+  return trainer_lib.Trainer(net, partitioning.Partitioner(), tx, schedule, shapes), data
+
+
+def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
+  import jax
+  trainer, data = train_workload(row, lengths)
   start = time.perf_counter()
   holder = {'state': trainer.init_state(0)}
   jb = jax.device_put(data)
@@ -152,18 +163,23 @@ def random_params(net, lengths: Lengths):
                  )()['params']
 
 
-def row_decode(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
+def decode_workload(row: gpu_spec.Row, lengths: Lengths):
+  """(model, random parameters, input batch on the device) of a decode row."""
   import jax
   import numpy as np
-  from crosstask.runtime import platform
   # Decoding attends one query at a time: no fused kernel.
-  cfg = model_config(row.model, attention='xla', scan_layers=row.scan,
-                     scan_unroll=row.unroll, cross_keys_last=row.cross_keys_last)
+  cfg = row_config(row, attention='xla')
   net = decoding_model(cfg, row.beams)
-  params = random_params(net, lengths)
   inputs = gpu_workload.decode_inputs(row.batch, lengths.inputs, cfg.vocab_size)
   feats = jax.device_put({'encoder_input_tokens': inputs, 'decoder_input_tokens':
                           np.zeros((row.batch, lengths.new_tokens), np.int32)})
+  return net, random_params(net, lengths), feats
+
+
+def row_decode(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
+  import jax
+  from crosstask.runtime import platform
+  net, params, feats = decode_workload(row, lengths)
   start = time.perf_counter()
   fn = side_worker.decoding_fn(net, params, feats, row.beams, platform.profile())
   seqs = fn()  # best decodes on the host [batch, length]

@@ -103,10 +103,7 @@ def row_infer(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]
   import jax
   from crosstask.runtime import data, inference, partitioning
   the_task, vocab = task(vocabulary_path())
-  cfg = gpu_crosstask.model_config(row.model, attention='xla', scan_layers=row.scan,
-                                   scan_unroll=row.unroll,
-                                   cross_keys_last=row.cross_keys_last)
-  net = gpu_crosstask.decoding_model(cfg, row.beams)
+  net = gpu_crosstask.decoding_model(gpu_crosstask.row_config(row, attention='xla'), row.beams)
   partitioner = partitioning.Partitioner()
   params = jax.device_put(gpu_crosstask.random_params(net, lengths), partitioner.replicated)
   runner = inference.Inference(net, partitioner,

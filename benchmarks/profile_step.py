@@ -39,7 +39,6 @@ from typing import Any
 
 import gpu_crosstask
 import gpu_spec
-import gpu_workload
 import harness
 import trace_categories
 from gpu_workload import Lengths
@@ -53,18 +52,8 @@ _CONTAINERS = ('conditional', 'while', 'call')
 def capture(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
   """(HLO text of the compiled step, seconds per step) after tracing `steps` steps."""
   import jax
-  from crosstask.models.model import EncoderDecoderModel
-  from crosstask.models.network import Transformer
-  from crosstask.runtime import partitioning
-  from crosstask.runtime import trainer as trainer_lib
-  cfg = gpu_crosstask.model_config(row.model, attention=row.attention, remat_policy=row.remat,
-                                   scan_layers=row.scan, scan_unroll=row.unroll)
-  net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
-  data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
-  shapes = {k: v.shape for k, v in data.items()}
-  tx, schedule = gpu_crosstask.optimizer(row.optimizer, net, shapes)
-  partitioner = partitioning.Partitioner()
-  trainer = trainer_lib.Trainer(net, partitioner, tx, schedule, shapes)
+  trainer, data = gpu_crosstask.train_workload(row, lengths)
+  partitioner = trainer.partitioner
   state, batch, key = trainer.init_state(0), jax.device_put(data), jax.random.key(0)
   compiled = trainer.compile_train_step(state, batch, key)
   with partitioner.context():
@@ -84,16 +73,8 @@ def capture_decode(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str)
   """(HLO text of the compiled loop, seconds per decode) after tracing `steps` whole
   decodes (encoder and loop) of gpu.py's decode row."""
   import jax
-  import numpy as np
   from crosstask.runtime import platform
-  cfg = gpu_crosstask.model_config(row.model, attention='xla', scan_layers=row.scan,
-                                   scan_unroll=row.unroll,
-                                   cross_keys_last=row.cross_keys_last)
-  net = gpu_crosstask.decoding_model(cfg, row.beams)
-  params = gpu_crosstask.random_params(net, lengths)
-  inputs = gpu_workload.decode_inputs(row.batch, lengths.inputs, cfg.vocab_size)
-  batch = jax.device_put({'encoder_input_tokens': inputs, 'decoder_input_tokens':
-                          np.zeros((row.batch, lengths.new_tokens), np.int32)})
+  net, params, batch = gpu_crosstask.decode_workload(row, lengths)
   prof = platform.profile()
   encode, loop = net.decoding_programs(num_decodes=row.beams)
   encode = jax.jit(encode, compiler_options=prof.decoding_compiler_options('encoder') or None)
