@@ -35,7 +35,7 @@ TASK = "csl_zh_abstract_to_title"
 def _dataset(root, lengths: dict, pack: bool, batch: int | None, packer: str = "first_fit"):
   import seqio
   from crosstask import vocabularies
-  from crosstask.runtime import data
+  from crosstask.runtime.data import pipeline as data
   from crosstask.tasks import csl
   vocab = vocabularies.get(root / 'vocab' / 'sentencepiece_cn.model')
   csl.register(vocab)

@@ -80,14 +80,14 @@ DEFAULT_ROWS = [
 
 def peak_flops(device_kind: str) -> float | None:
   """Dense bf16 peak of the device, from the runtime's one chip table."""
-  from crosstask.runtime import topology
+  from crosstask.runtime.sharding import topology
   chip = topology.chip_for_device_kind(device_kind)
   return chip.peak_bf16_flops if chip else None
 
 
 def hbm_bandwidth(device_kind: str) -> float | None:
   """HBM bytes a second of the device, from the same table."""
-  from crosstask.runtime import topology
+  from crosstask.runtime.sharding import topology
   chip = topology.chip_for_device_kind(device_kind)
   return chip.hbm_bytes_per_s if chip else None
 

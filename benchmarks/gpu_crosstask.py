@@ -18,7 +18,7 @@ def model_config(model: str, **overrides: Any):
   """The model's gin config with bf16 compute, no dropout and `overrides` bound."""
   import sys
   sys.path.insert(0, str(harness.ROOT))
-  from crosstask.runtime import model_gin
+  from crosstask.runtime.config import model_gin
   bindings = ["config.TransformerConfig.dtype = 'bfloat16'",
               'config.TransformerConfig.dropout_rate = 0.0']
   bindings += [f'config.TransformerConfig.{k} = {v!r}' for k, v in overrides.items()]
@@ -94,8 +94,8 @@ def row_check(lengths: Lengths) -> dict[str, Any]:
 def optimizer(name: str, net, shapes):
   """(tx, schedule): T5X's Adafactor (factored by `net`'s logical axes) or optax's AdamW,
   constant rate 1e-3."""
-  from crosstask.runtime import optimizers
-  from crosstask.runtime import run as run_lib
+  from crosstask.runtime.state import optimizers
+  from crosstask.runtime.config import run as run_lib
   fn = optimizers.adafactor if name == 'adafactor' else optimizers.adamw
   return optimizers.create_optimizer(fn, learning_rate=1e-3,
                                      param_axes=run_lib.param_logical_axes(net, shapes))
@@ -112,8 +112,8 @@ def train_workload(row: gpu_spec.Row, lengths: Lengths):
   row's optimizer, one default Partitioner."""
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
-  from crosstask.runtime import partitioning
-  from crosstask.runtime import trainer as trainer_lib
+  from crosstask.runtime.sharding import partitioning
+  from crosstask.runtime.state import trainer as trainer_lib
   cfg = row_config(row, attention=row.attention, remat_policy=row.remat)
   net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
   data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
@@ -178,7 +178,7 @@ def decode_workload(row: gpu_spec.Row, lengths: Lengths):
 
 def row_decode(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
   import jax
-  from crosstask.runtime import platform
+  from crosstask.runtime.config import platform
   net, params, feats = decode_workload(row, lengths)
   start = time.perf_counter()
   fn = side_worker.decoding_fn(net, params, feats, row.beams, platform.profile())

@@ -101,7 +101,9 @@ class DecodeTimer:
 def row_infer(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
   """crosstask's job, as infer_lib runs it, with random weights."""
   import jax
-  from crosstask.runtime import data, inference, partitioning
+  from crosstask.runtime.data import pipeline as data
+  from crosstask.runtime.predict import inference
+  from crosstask.runtime.sharding import partitioning
   the_task, vocab = task(vocabulary_path())
   net = gpu_crosstask.decoding_model(gpu_crosstask.row_config(row, attention='xla'), row.beams)
   partitioner = partitioning.Partitioner()

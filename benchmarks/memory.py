@@ -20,7 +20,7 @@ import harness
 
 sys.path.insert(0, str(harness.ROOT))
 
-from crosstask.runtime import platform  # pylint: disable=wrong-import-position
+from crosstask.runtime.config import platform  # pylint: disable=wrong-import-position
 
 TRAIN = dict(kind="train", batch=8, input_len=256, target_len=64)
 # "memory": the CPU profile's train-step options (XLA:CPU's memory-optimized
@@ -71,13 +71,13 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   """
   import jax
   import jax.numpy as jnp
-  from crosstask.runtime import model_gin as gin_models
+  from crosstask.runtime.config import model_gin as gin_models
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
-  from crosstask.runtime import optimizers
-  from crosstask.runtime import partitioning
-  from crosstask.runtime import run as run_lib
-  from crosstask.runtime import trainer as trainer_lib
+  from crosstask.runtime.state import optimizers
+  from crosstask.runtime.sharding import partitioning
+  from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.state import trainer as trainer_lib
 
   config = gin_models.config_from_gin(model_gin,
                                    [f"config.TransformerConfig.remat_policy = '{policy}'"])

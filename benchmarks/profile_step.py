@@ -73,7 +73,7 @@ def capture_decode(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str)
   """(HLO text of the compiled loop, seconds per decode) after tracing `steps` whole
   decodes (encoder and loop) of gpu.py's decode row."""
   import jax
-  from crosstask.runtime import platform
+  from crosstask.runtime.config import platform
   net, params, batch = gpu_crosstask.decode_workload(row, lengths)
   prof = platform.profile()
   encode, loop = net.decoding_programs(num_decodes=row.beams)

@@ -83,7 +83,7 @@ class Options:
 
 def tpu_profile():
   sys.path.insert(0, str(ROOT))
-  from crosstask.runtime import platform  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import platform  # pylint: disable=g-import-not-at-top
   return platform.PROFILES['tpu']
 
 
@@ -243,7 +243,7 @@ def prior_rows(model: str, lengths: tuple[int, int], topology: str, layout: str,
   options: their memory per row per chip (scaled by tokens per row when the lengths
   differ; the state divided over the chips) carried to this slice's HBM."""
   sys.path.insert(0, str(ROOT))
-  from crosstask.runtime import topology as topology_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.sharding import topology as topology_lib  # pylint: disable=g-import-not-at-top
   hbm = topology_lib.parse(topology).chip.hbm_gib
   chips = topology_chips(topology)
   same = [r for r in earlier if r['model'] == model and r.get('fits') and
@@ -265,13 +265,13 @@ def prior_rows(model: str, lengths: tuple[int, int], topology: str, layout: str,
 
 def topology_chips(topology: str) -> int:
   sys.path.insert(0, str(ROOT))
-  from crosstask.runtime import topology as topology_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.sharding import topology as topology_lib  # pylint: disable=g-import-not-at-top
   return topology_lib.parse(topology).num_chips
 
 
 def shards_of(topology: str, layout: str, num_partitions: int | None) -> int:
   """Batch shards: the Partitioner's data axes for the layout on the slice's chips."""
-  from crosstask.runtime import partitioning  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.sharding import partitioning  # pylint: disable=g-import-not-at-top
   return partitioning.batch_shards(layout, topology_chips(topology), num_partitions or 1)
 
 

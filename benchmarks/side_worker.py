@@ -167,7 +167,7 @@ class CrosstaskSide(_Side):
 
   def __init__(self, training: bool = False):
     # As `python -m crosstask.train` or `crosstask.infer` does, before JAX starts.
-    from crosstask.runtime import platform
+    from crosstask.runtime.config import platform
     print(f"host malloc: {platform.prepare_host('train' if training else 'infer')}",
           file=sys.stderr, flush=True)
     import jax
@@ -182,9 +182,9 @@ class CrosstaskSide(_Side):
     from crosstask.models import hf_import
     from crosstask.models.model import EncoderDecoderModel
     from crosstask.models.network import Transformer
-    from crosstask.runtime import partitioning
-    from crosstask.runtime import platform
-    from crosstask.runtime import trainer as trainer_lib
+    from crosstask.runtime.sharding import partitioning
+    from crosstask.runtime.config import platform
+    from crosstask.runtime.state import trainer as trainer_lib
 
     config, params = hf_import.load_hf_checkpoint(checkpoint, dtype="float32")
     config = config.__class__(**{**config.__dict__, "dropout_rate": 0.0,
@@ -277,7 +277,8 @@ def _inference_fn(model, params, feats: dict, beams: int):
   import jax
   import numpy as np
   import tensorflow as tf
-  from crosstask.runtime import inference, partitioning
+  from crosstask.runtime.predict import inference
+  from crosstask.runtime.sharding import partitioning
   partitioner = partitioning.Partitioner()
   params = jax.device_put(params, partitioner.replicated)
   runner = inference.Inference(model, partitioner,

@@ -157,7 +157,7 @@ def initial_checkpoint(model: str, dtype: str, seed: int, folder: pathlib.Path) 
   from crosstask.models import hf_import
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
-  from crosstask.runtime import model_gin
+  from crosstask.runtime.config import model_gin
   config = model_gin.config_from_gin(MODELS[model], [
       f"config.TransformerConfig.vocab_size = {EMBEDDINGS}",
       "config.TransformerConfig.dropout_rate = 0.0",

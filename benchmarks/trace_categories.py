@@ -15,7 +15,7 @@ Rules, first match wins:
              fmha, flash, sdpa, dot_product_attention), or code in models/attention.py
              or in MultiHeadAttention's own body (its score and value products and the
              softmax; its projections go through `dense`, so they count as matmuls)
-  optimizer  code in optax or runtime/adafactor.py, or in an `apply_updates`
+  optimizer  code in optax or the runtime's adafactor.py, or in an `apply_updates`
   loss       code in models/losses.py (softmax cross-entropy and z-loss) or in the
              model's loss_fn itself (the metrics it takes over the vocabulary)
   matmul     a dot or convolution, or a GEMM custom call or kernel (cublas, cutlass,
@@ -169,7 +169,7 @@ def categorize(name: str, ops: dict[str, Op]) -> str:
   if (_ATTENTION_WORDS.search(words) or _in(frames, 'models/attention.py')
       or (frames and frames[0][1] == 'MultiHeadAttention.__call__')):
     return 'attention'
-  if _in(frames, '/optax/') or _in(frames, 'runtime/adafactor.py') or _in(
+  if _in(frames, '/optax/') or _in(frames, '/adafactor.py') or _in(
       frames, '', 'apply_updates'):
     return 'optimizer'
   if _in(frames, 'models/losses.py') or (frames and frames[0][1].endswith('.loss_fn')):

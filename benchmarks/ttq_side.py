@@ -54,14 +54,15 @@ class CrosstaskSide:
 
   def __init__(self, run: dict, folder: pathlib.Path):
     import dataclasses
-    from crosstask.runtime import platform
+    from crosstask.runtime.config import platform
     platform.prepare_host("train")  # as `python -m crosstask.train`, before JAX starts
     import jax
     from crosstask.models import hf_import
     from crosstask.models.model import EncoderDecoderModel
     from crosstask.models.network import Transformer
-    from crosstask.runtime import optimizers, partitioning
-    from crosstask.runtime import trainer as trainer_lib
+    from crosstask.runtime.state import optimizers
+    from crosstask.runtime.sharding import partitioning
+    from crosstask.runtime.state import trainer as trainer_lib
     self.jax = jax
     config = hf_import.config_from_hf(json.loads((folder / "config.json").read_text()),
                                       dtype=run["dtype"])

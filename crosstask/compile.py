@@ -56,13 +56,16 @@ def main(argv: Sequence[str] | None = None) -> int:
       as_json = True
   verbose = '--verbose' in argv
   argv = [a for a in argv if a != '--verbose']
-  from crosstask.runtime import platform  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import platform  # pylint: disable=g-import-not-at-top
   platform.quiet_startup(verbose)
   # A compile for named TPU devices needs no accelerator: keep JAX on the CPU.
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')
   # pylint: disable-next=g-import-not-at-top
-  from crosstask.runtime import aot, compile_report, gin_utils, topology
+  from crosstask.runtime.jobs import aot
+  from crosstask.runtime.sharding import compile_report
+  from crosstask.runtime.config import gin_utils
+  from crosstask.runtime.sharding import topology
   files, bindings, _, other = gin_utils.split_args(argv)
   topology_name = other.pop('topology', None)
   num_slices = other.pop('num_slices', None)

@@ -38,7 +38,7 @@ import gin
 from crosstask import paths
 from crosstask import records
 from crosstask import vocabularies
-from crosstask.runtime import platform
+from crosstask.runtime.config import platform
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -158,7 +158,8 @@ def train_and_evaluate(model_dir: str | os.PathLike, *, steps: int = 300,
   metric functions; these land in `<model_dir>/inference_eval/metrics.jsonl`.
   Data come from `data_dir` (the bundled sample unless told otherwise).
   """
-  from crosstask.runtime import gin_utils, train_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import gin_utils  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.jobs import train_lib  # pylint: disable=g-import-not-at-top
   model_dir = os.fspath(model_dir)
   with paths.use_data_dir(data_dir):
     gin.clear_config()
@@ -190,7 +191,7 @@ def train_model(output_dir: pathlib.Path, steps: int, vocab_file: pathlib.Path,
 
 def write_baseline_record(output_dir: pathlib.Path, row: dict, vocabulary) -> pathlib.Path:
   """The baseline's scores as a metrics record (step 0), so the results table reads them."""
-  from crosstask.runtime import fingerprint  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.predict import fingerprint  # pylint: disable=g-import-not-at-top
   folder = output_dir / "baseline"
   metrics_file = folder / records.FILENAME
   if metrics_file.exists():

@@ -17,8 +17,11 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import checkpoints, embedding, gin_utils, partitioning
-from crosstask.runtime import run as run_lib
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.jobs import embedding
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.config import run as run_lib
 
 
 def _as_list(value, what: str) -> list[str]:

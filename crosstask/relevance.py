@@ -2,7 +2,7 @@
 
 Each judged (query, candidate) pair of a SciRepEval proximity/search task becomes
 the task's arrow-prompt input; the model scores it log P(yes) − log P(no) (two
-`score_batch` passes, targets with EOS, `crosstask.runtime.relevance_lib`); the
+`score_batch` passes, targets with EOS, `crosstask.runtime.jobs.relevance_lib`); the
 candidates of each query are ranked by that score and scored with the same
 trec_eval measures (`crosstask.metrics.scirepeval.ranking`) and the original
 graded judgements as the embedding path.
@@ -16,7 +16,10 @@ import gin
 import jax
 
 from crosstask.metrics.scirepeval import ranking
-from crosstask.runtime import checkpoints, gin_utils, partitioning, relevance_lib
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.jobs import relevance_lib
 
 
 def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, max_length):

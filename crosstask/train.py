@@ -3,7 +3,8 @@
 import functools
 
 from crosstask import report_guard
-from crosstask.runtime import gin_utils, train_lib
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.jobs import train_lib
 
 
 def main() -> None:

@@ -152,7 +152,7 @@ def _missing_field():
 
 def _gin_parse(files, bindings=()):
   import gin
-  from crosstask.runtime import gin_utils
+  from crosstask.runtime.config import gin_utils
   gin.clear_config()
   try:
     gin_utils.parse(files, list(bindings))
@@ -166,13 +166,13 @@ _RUN = ["MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='x'",
 
 
 def _gin_from_text(name: str, text: str, bindings=()):
-  from crosstask.runtime import gin_utils
+  from crosstask.runtime.config import gin_utils
   path = keep(scratch('gin') / name, text)
   _gin_parse([TINY, str(path)], bindings)
 
 
 def _run_main(argv):
-  from crosstask.runtime import gin_utils
+  from crosstask.runtime.config import gin_utils
   gin_utils.run_main(lambda: None, argv, what='test')
 
 
@@ -210,7 +210,7 @@ add_cases([
 
 def _runtime_tasks():
   import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
-  from crosstask.runtime import data
+  from crosstask.runtime.data import pipeline as data
   return data
 
 
@@ -264,8 +264,11 @@ def _saved():
     import jax
     import seqio
     from crosstask.models import config as config_lib, model as model_lib, network
-    from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as trainer_lib
-    from crosstask.runtime import run as run_lib
+    from crosstask.runtime.state import checkpoints
+    from crosstask.runtime.state import optimizers
+    from crosstask.runtime.sharding import partitioning
+    from crosstask.runtime.state import trainer as trainer_lib
+    from crosstask.runtime.config import run as run_lib
 
     def make(d_model):
       cfg = config_lib.TransformerConfig(
@@ -291,20 +294,20 @@ def _saved():
 
 def _checkpoint_still_restores():
   import jax
-  from crosstask.runtime import checkpoints
+  from crosstask.runtime.state import checkpoints
   s = _saved()
   params = checkpoints.load_params(str(s['dir']), s['trainer'].abstract_params())
   jax.tree.map(np.testing.assert_array_equal, jax.device_get(params), s['params'])
 
 
 def _load(path_fn, which='trainer'):
-  from crosstask.runtime import checkpoints
+  from crosstask.runtime.state import checkpoints
   s = _saved()
   return checkpoints.load_params(str(path_fn(s)), s[which].abstract_params())
 
 
 def _restore_full_wrong_shape():
-  from crosstask.runtime import checkpoints
+  from crosstask.runtime.state import checkpoints
   s = _saved()
   mgr = checkpoints.manager(str(s['dir']), read_only=True)
   try:
@@ -333,7 +336,7 @@ def _hf_load(name, edit):
 
 
 def _bad_progress_record():
-  from crosstask.runtime import checkpoints
+  from crosstask.runtime.state import checkpoints
   import shutil
   s = _saved()
   copy = _ROOT / 'ckpt_bad_data'
@@ -408,12 +411,12 @@ add_cases([
 
 
 def _partitioner(n):
-  from crosstask.runtime import partitioning
+  from crosstask.runtime.sharding import partitioning
   return partitioning.Partitioner(num_partitions=n)
 
 
 def _microbatches():
-  from crosstask.runtime import run as run_lib
+  from crosstask.runtime.config import run as run_lib
   t = _saved()['trainer']
   (batch, inputs), (_, targets) = (t.input_shapes['encoder_input_tokens'],
                                    t.input_shapes['decoder_input_tokens'])
@@ -422,7 +425,8 @@ def _microbatches():
 
 
 def _initial_checkpoint_cfg():
-  from crosstask.runtime import checkpoints, train_lib
+  from crosstask.runtime.state import checkpoints
+  from crosstask.runtime.jobs import train_lib
   train_lib.check_initial_checkpoint(
       checkpoints.RestoreCheckpointConfig('/ckpt', params_only=False))
 
@@ -445,7 +449,7 @@ add_cases([
 # -------------------------------------------------- run directory and data fetch
 
 def _locked():
-  from crosstask.runtime import faults
+  from crosstask.runtime.report import faults
   model_dir = scratch('locked')
   keep(model_dir / 'train-0.lock', json.dumps({'pid': os.getpid(),
                                                 'host': socket.gethostname(), 'started': 0}))
@@ -461,11 +465,12 @@ def _registry(name, row):
 add_cases([
     ('model-dir-locked', _locked, RuntimeError, rf'in use by another trainer \(pid {os.getpid()}'),
     ('model-dir-not-writable', lambda: __import__(
-        'crosstask.runtime.faults', fromlist=['x']).prepare_model_dir(
+        'crosstask.runtime.report.faults', fromlist=['x']).prepare_model_dir(
             str(keep(scratch('nw') / 'file', 'x') / 'run')),
      PermissionError, r'nw/file/run is not a writable directory'),
     ('disk-nearly-full', lambda: __import__(
-        'crosstask.runtime.faults', fromlist=['x']).check_free_space(str(scratch('df')), 2**60),
+        'crosstask.runtime.report.faults', fromlist=['x']).check_free_space(
+            str(scratch('df')), 2**60),
      OSError, r'df has .* MiB free, but one checkpoint of this model takes about'),
     ('registry-wrong-columns', lambda: _registry('a.tsv', 'csl\tpath\turl'),
      ValueError, r'registry/a\.tsv:2: expected 5 tab-separated columns'),

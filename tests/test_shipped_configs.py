@@ -12,7 +12,7 @@ import re
 import gin
 import pytest
 
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 CONFIGS = gin_utils.PACKAGE_DIR / "t5x_configs"
 MODELS = gin_utils.PACKAGE_DIR / "gin"

@@ -1,7 +1,7 @@
 """EncoderDecoderModel: loss, decoding, scoring and embeddings around a Transformer.
 
 Every method is a pure function of parameters and arrays: the runtime jits and
-partitions them (runtime/trainer.py, runtime/inference.py) with its platform's
+partitions them (runtime/state/trainer.py, runtime/predict/inference.py) with its platform's
 options, so the model compiles nothing itself.
 
 Batches use seqio.EncDecFeatureConverter keys. Decoder prefixes: an explicit
@@ -164,7 +164,7 @@ class EncoderDecoderModel:
     encode(params, batch) -> (encoded, cache); loop(params, batch, encoded, cache, rng)
     -> (int32 [B, num_decodes, L] decodes, float32 [B, num_decodes] scores), best first.
     Two programs, so a runtime can compile the encoder and the loop each with the
-    options that suit it (see runtime/platform.py).
+    options that suit it (see runtime/config/platform.py).
     """
     static = self._decode_settings(decoder_params, num_decodes, prompt_with_targets)
     return self._predict_encoder, functools.partial(self._predict_loop, **static)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from crosstask.results import bootstrap
 from crosstask.results import table
-from crosstask.runtime import platform
+from crosstask.runtime.config import platform
 
 
 def _parser() -> argparse.ArgumentParser:

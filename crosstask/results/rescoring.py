@@ -303,7 +303,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
 
   The record carries each metric's 95% interval from `resamples` bootstrap draws.
   """
-  from crosstask.runtime import fingerprint  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.predict import fingerprint  # pylint: disable=g-import-not-at-top
   inferences = read_inferences(path, task_name, split)
   task = resolve_task(inferences.task, pathlib.Path(os.fspath(path)), module, vocabulary)
   if step is None:

@@ -47,7 +47,7 @@ def test_time_ratio_interpolates_the_crossing_of_hf_s_final_loss():
 
 
 def test_the_two_sides_schedules_agree_at_every_step():
-  from crosstask.runtime import optimizers
+  from crosstask.runtime.state import optimizers
   steps, warmup, lr = 50, 7, 3e-3
   schedule = optimizers.linear_decay(base_learning_rate=lr, total_steps=steps,
                                      warmup_steps=warmup)

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from crosstask.runtime import model_gin
+from crosstask.runtime.config import model_gin
 
 # LOT (Guan et al., 2022) Table 8 parameter counts.
 LONGLM = {"small": 60e6, "base": 223e6, "large": 1e9}

@@ -1,7 +1,7 @@
 """crosstask/models holds pure functions only: no jit and no platform decisions.
 
 Compiling, partitioning and per-platform choices belong to the runtime
-(runtime/platform.py); a model that jits or reads the machine compiles with
+(runtime/config/platform.py); a model that jits or reads the machine compiles with
 settings no caller can see or change.
 """
 

@@ -16,7 +16,7 @@ from jax.ad_checkpoint import checkpoint_name
 from crosstask.models import layer_stacking
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
-from crosstask.runtime import platform
+from crosstask.runtime.config import platform
 
 CFG = TransformerConfig(vocab_size=64, d_model=32, d_ff=64, num_heads=4, d_kv=8,
                         num_encoder_layers=2, num_decoder_layers=2, activations=("gelu", "linear"),

@@ -14,7 +14,7 @@ configured identically on both sides:
   (`relative_step=False, warmup_init=False`), `scale_parameter=True`, no first moment,
   no weight decay, clip threshold 1, decay exponent 0.8. On crosstask's side exactly
   the Trainer's default optimizer (`optimizers.create_optimizer()`: the logical-axis
-  `adafactor.adafactor` of `runtime/adafactor.py` with every default: decay_rate 0.8,
+  `adafactor.adafactor` of `runtime/state/adafactor.py` with every default: decay_rate 0.8,
   clipping 1.0, parameter scale, no momentum or weight decay, eps 1e-30, scale floor
   1e-3), except the three settings in `HF_OVERRIDES`, which are not the defaults:
   a fixed rate instead of the rsqrt-decay schedule; `min_dim_size_to_factor=1`
@@ -60,8 +60,11 @@ from crosstask.models import config as config_lib
 from crosstask.models import hf_import
 from crosstask.models import model as model_lib
 from crosstask.models import network
-from crosstask.runtime import adafactor, optimizers, partitioning, trainer as trainer_lib
-from crosstask.runtime import run as run_lib
+from crosstask.runtime.state import adafactor
+from crosstask.runtime.state import optimizers
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import trainer as trainer_lib
+from crosstask.runtime.config import run as run_lib
 
 STEPS = 50
 BATCH, ENC_LEN, DEC_LEN = 8, 24, 16

@@ -39,7 +39,7 @@ def host_rows(host) -> np.ndarray:
 
 
 def main(out: str) -> None:
-  from crosstask.runtime import partitioning
+  from crosstask.runtime.sharding import partitioning
   partitioning.initialize_distributed(enabled=True)
   import test_runtime_partitioning as tp
   pool = tp._batch(GLOBAL_BATCH)

@@ -10,7 +10,7 @@ import gin
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 SCRIPTS = rs.REPO / 'scripts'
 RECORDER = '#!/usr/bin/env bash\nprintf "%s\\0" "$@" >> "$RECORD"; printf "\\n" >> "$RECORD"\n'
@@ -89,7 +89,7 @@ def test_the_macros_the_scripts_set_are_the_readme_s_and_parse(tmp_path):
 def test_multihost_outside_a_cluster_says_how_to_launch():
   env = {k: v for k, v in rs.env().items()
          if not k.startswith(('SLURM_', 'OMPI_', 'JAX_COORDINATOR', 'KUBERNETES_'))}
-  code = ('from crosstask.runtime import partitioning\n'
+  code = ('from crosstask.runtime.sharding import partitioning\n'
           'partitioning.initialize_distributed(enabled=True)')
   done = subprocess.run([sys.executable, '-c', code], cwd=rs.REPO, env=env,
                         capture_output=True, text=True, timeout=120)

@@ -13,7 +13,7 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import runtime_subprocess as rs
-from crosstask.runtime import batching
+from crosstask.runtime.data import batching
 
 
 def test_batch_size_is_a_multiple_of_the_data_axis():
@@ -52,7 +52,8 @@ _TWO_HOSTS = textwrap.dedent("""
     import json
     import jax, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
-    from crosstask.runtime import batching, partitioning
+    from crosstask.runtime.data import batching
+    from crosstask.runtime.sharding import partitioning
     partitioning.initialize_distributed(enabled=True)  # Slurm's variables: rs.slurm_env
     # The data axis alternates between the hosts: not host-major.
     by_host = [[d for d in jax.devices() if d.process_index == p] for p in (0, 1)]

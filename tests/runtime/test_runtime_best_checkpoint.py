@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from crosstask.runtime import best_checkpoint
+from crosstask.runtime.jobs import best_checkpoint
 
 
 def _run(tmp_path, rows, kept):

@@ -18,14 +18,18 @@ import runtime_subprocess as rs
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
-from crosstask.runtime import checkpoints, data, optimizers, partitioning, trainer as trainer_lib
-from crosstask.runtime import run as run_lib
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.state import optimizers
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import trainer as trainer_lib
+from crosstask.runtime.config import run as run_lib
 
 _ASYNC_KILLED = textwrap.dedent('''
     import asyncio, sys
     import jax.numpy as jnp
     from orbax.checkpoint._src.path import atomicity
-    from crosstask.runtime import checkpoints
+    from crosstask.runtime.state import checkpoints
     mgr = checkpoints.manager(sys.argv[1], checkpoints.SaveCheckpointConfig(async_save=True))
     state = {'w': jnp.arange(4096.0), 'step': jnp.int32(1)}
     checkpoints.save(mgr, 1, state, batches_consumed=1)

@@ -10,8 +10,11 @@ import seqio
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
-from crosstask.runtime import checkpoints, optimizers, partitioning, trainer as trainer_lib
-from crosstask.runtime import run as run_lib
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.state import optimizers
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import trainer as trainer_lib
+from crosstask.runtime.config import run as run_lib
 
 SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
 
@@ -57,7 +60,7 @@ def test_restore_gives_state_and_data_position(saved):
 
 
 def test_eval_selects_checkpoints_by_mode_and_names_their_step(saved):
-  from crosstask.runtime import restoring
+  from crosstask.runtime.jobs import restoring
   model_dir, _, _ = saved
 
   def select(path, mode):

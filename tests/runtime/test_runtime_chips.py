@@ -1,7 +1,7 @@
 """The one chip table: every part a device_kind names maps to its published figures."""
 import pytest
 
-from crosstask.runtime import topology
+from crosstask.runtime.sharding import topology
 
 
 @pytest.mark.parametrize('device_kind, name, peak', [

@@ -21,7 +21,8 @@ pytest.importorskip('libtpu', reason="libtpu is not installed (pip install 'cros
 import jax  # pylint: disable=g-import-not-at-top
 
 from crosstask import compile as compile_cli  # pylint: disable=g-import-not-at-top
-from crosstask.runtime import aot, topology  # pylint: disable=g-import-not-at-top
+from crosstask.runtime.jobs import aot  # pylint: disable=g-import-not-at-top
+from crosstask.runtime.sharding import topology  # pylint: disable=g-import-not-at-top
 
 TINY = 't5_1_1/tiny.gin'
 SMALL_BATCH = ['BATCH_SIZE=8', "TASK_FEATURE_LENGTHS={'inputs': 32, 'targets': 16}"]
@@ -105,7 +106,7 @@ def _per_chip_param_bytes_under_fsdp(bindings, chips: int) -> tuple[int, int]:
   layout splits every parameter's 'embed' dimension over all chips and keeps the rest
   (the relative-position table) whole."""
   from crosstask.models.network import Transformer  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime import model_gin  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import model_gin  # pylint: disable=g-import-not-at-top
   cfg = model_gin.config_from_gin(TINY, bindings)
   tokens = jax.ShapeDtypeStruct((1, 8), np.int32)
   boxed = jax.eval_shape(lambda e, d: Transformer(cfg).init(jax.random.key(0), e, d),

@@ -17,7 +17,11 @@ import jax.numpy as jnp
 import pytest
 
 from crosstask import compile as compile_cli
-from crosstask.runtime import aot, compile_report, hlo, model_flops, topology
+from crosstask.runtime.jobs import aot
+from crosstask.runtime.sharding import compile_report
+from crosstask.runtime.sharding import hlo
+from crosstask.runtime.sharding import model_flops
+from crosstask.runtime.sharding import topology
 
 TINY = 't5_1_1/tiny.gin'
 BATCH = ['BATCH_SIZE=8', "TASK_FEATURE_LENGTHS={'inputs': 32, 'targets': 16}"]

@@ -5,8 +5,8 @@ import jax
 import numpy as np
 import pytest
 
-from crosstask.runtime import platform
-from crosstask.runtime import trainer as trainer_lib
+from crosstask.runtime.config import platform
+from crosstask.runtime.state import trainer as trainer_lib
 from test_runtime_checkpoint_safety import _trainer as tiny_trainer
 
 

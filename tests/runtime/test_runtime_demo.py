@@ -4,7 +4,7 @@ import gin
 import pytest
 
 from crosstask import demo
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 
 def test_demo_config_parses():

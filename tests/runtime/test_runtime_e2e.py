@@ -7,7 +7,7 @@ import gin
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 
 @pytest.mark.slow
@@ -107,7 +107,7 @@ def test_gin_error_names_the_file(tmp_path, clean_gin):
     ("utils.RestoreCheckpointConfig.mode='all'", "mode='all'")])
 def test_train_refuses_initial_checkpoint_settings_it_cannot_honour(tmp_path, clean_gin,
                                                                    binding, message):
-  from crosstask.runtime import train_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.jobs import train_lib  # pylint: disable=g-import-not-at-top
   gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
                   [f"MODEL_DIR='{tmp_path / 'm'}'", 'TRAIN_STEPS=3',
                    "MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
@@ -150,7 +150,7 @@ def test_run_configs_parse(clean_gin, gin_file, bindings, steps, task, lengths):
 
 def test_unknown_task_suggests_close_names():
   import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
-  from crosstask.runtime import data
+  from crosstask.runtime.data import pipeline as data
   with pytest.raises(ValueError, match='runtime_copy'):
     data.get_mixture_or_task('runtime_cpy')
   with pytest.raises(ValueError, match="no split 'test'"):
@@ -159,7 +159,8 @@ def test_unknown_task_suggests_close_names():
 
 def test_trainer_imports_without_tensorflow_or_seqio():
   code = ("import sys; sys.modules['tensorflow'] = None; sys.modules['seqio'] = None\n"
-          "import crosstask.runtime.trainer, crosstask.runtime.train_lib, crosstask.train\n"
-          "import crosstask.runtime.partitioning, crosstask.runtime.checkpoints\n")
+          "import crosstask.runtime.state.trainer, crosstask.runtime.jobs.train_lib\n"
+          "import crosstask.train\n"
+          "import crosstask.runtime.sharding.partitioning, crosstask.runtime.state.checkpoints\n")
   res = rs.run([rs.sys.executable, '-c', code], timeout=120)
   assert res.returncode == 0, res.stderr[-2000:]

@@ -6,7 +6,7 @@ import seqio
 
 import crosstask.tasks.clue  # noqa: F401  Registers the tasks.
 from crosstask.metrics import classification
-from crosstask.runtime import fingerprint
+from crosstask.runtime.predict import fingerprint
 
 
 def test_stable_and_short():

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from crosstask.runtime import host_memory, platform
+from crosstask.runtime.config import host_memory
+from crosstask.runtime.config import platform
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -23,7 +24,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 # faults per call and glibc's arena count.
 _JOB = r"""
 import ctypes, json, os, re, resource, sys, tempfile
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 def arenas():
   libc = ctypes.CDLL(None)
@@ -115,13 +116,13 @@ def test_unknown_setting_names_the_variable(monkeypatch):
 
 
 def test_entry_point_stops_on_an_unknown_setting(monkeypatch):
-  from crosstask.runtime import gin_utils
+  from crosstask.runtime.config import gin_utils
   monkeypatch.setenv(host_memory.ENV, 'jemalloc')
   with pytest.raises(SystemExit, match=r"ERROR: \$CROSSTASK_MALLOC='jemalloc'"):
     gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], what='test', job='infer')
 
 
 def test_an_unknown_job_is_refused():
-  from crosstask.runtime import gin_utils
+  from crosstask.runtime.config import gin_utils
   with pytest.raises(SystemExit, match="job='one_arena'"):
     gin_utils.run_main(lambda: None, ['--gin_search_paths=/tmp'], job='one_arena')

@@ -12,7 +12,8 @@ import tensorflow as tf
 from crosstask.models import model as model_lib
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
-from crosstask.runtime import inference, partitioning
+from crosstask.runtime.predict import inference
+from crosstask.runtime.sharding import partitioning
 
 CFG = TransformerConfig(vocab_size=300, d_model=32, d_ff=64, num_heads=2, d_kv=16,
                         num_encoder_layers=1, num_decoder_layers=1, dropout_rate=0.0,

@@ -15,7 +15,7 @@ import pytest
 from crosstask.models.config import TransformerConfig
 from crosstask.models.model import EncoderDecoderModel
 from crosstask.models.network import Transformer
-from crosstask.runtime import model_flops
+from crosstask.runtime.sharding import model_flops
 
 B, S, T = 2, 11, 5
 

@@ -14,7 +14,7 @@ import runtime_subprocess as rs
 import multihost_input_worker as worker
 import test_runtime_partitioning as tp
 from test_runtime_multiprocess import _free_port
-from crosstask.runtime import partitioning
+from crosstask.runtime.sharding import partitioning
 
 HERE = pathlib.Path(__file__).resolve().parent
 

@@ -66,7 +66,8 @@ def _two_processes(model_dir, steps, tmp_path, tag):
 def _one_process_reference(model_dir, capsys) -> dict[int, float]:
   """The same run in this (8-device) test process, after the others: no CPU contention."""
   import gin
-  from crosstask.runtime import gin_utils, train_lib
+  from crosstask.runtime.config import gin_utils
+  from crosstask.runtime.jobs import train_lib
   flags = [f[len('--gin.'):] for f in FLAGS] + [
       f"MODEL_DIR='{model_dir}'", f'TRAIN_STEPS={STEPS}', 'BATCH_SIZE=8',
       "MIXTURE_OR_TASK_MODULE='runtime_helpers'",

@@ -12,8 +12,10 @@ from jax.sharding import PartitionSpec as P
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
-from crosstask.runtime import run as run_lib
-from crosstask.runtime import optimizers, partitioning, trainer as trainer_lib
+from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.state import optimizers
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import trainer as trainer_lib
 
 SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
 

@@ -23,7 +23,11 @@ from crosstask.models import decoding
 from crosstask.models import model as model_lib
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
-from crosstask.runtime import gin_utils, host_memory, inference, partitioning, platform
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.config import host_memory
+from crosstask.runtime.predict import inference
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.config import platform
 
 CFG = TransformerConfig(vocab_size=300, d_model=64, d_ff=128, num_heads=4, d_kv=16,
                         num_encoder_layers=2, num_decoder_layers=2, dropout_rate=0.0,
@@ -85,7 +89,7 @@ def test_an_entry_point_refuses_a_bad_profile_name_by_its_binding(monkeypatch, c
 
 _ENV_BACKEND = textwrap.dedent("""
     import json
-    from crosstask.runtime import platform
+    from crosstask.runtime.config import platform
     print(json.dumps({'backend': platform.backend_from_environment(),
                       'malloc': platform.prepare_host('infer')}))
 """)
@@ -119,7 +123,7 @@ def test_libtpu_installed_on_a_cpu_machine_keeps_the_cpu_profile(tmp_path):
 
 _APPLIED = textwrap.dedent("""
     import json, sys
-    from crosstask.runtime import gin_utils
+    from crosstask.runtime.config import gin_utils
 
     def job():
       import jax
@@ -284,7 +288,7 @@ def test_decode_compiler_options_bind_from_gin():
 @pytest.mark.skipif(len(jax.devices()) < 2, reason="needs a mesh of more than one device")
 def test_inference_keeps_the_batch_split_over_the_data_axis_between_its_programs(params):
   runner = _runner(_model(), params)
-  from crosstask.runtime import batching
+  from crosstask.runtime.data import batching
   sharded = batching.to_device(_batch(), runner.partitioner.data_sharding)
   with runner.partitioner.context():
     encoded, cache = runner._encode(params, sharded)

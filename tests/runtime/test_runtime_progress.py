@@ -4,7 +4,8 @@ import jax
 import numpy as np
 import pytest
 
-from crosstask.runtime import progress, topology
+from crosstask.runtime.report import progress
+from crosstask.runtime.sharding import topology
 
 GIB = topology.GIB
 

@@ -11,7 +11,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.runtime import faults
+from crosstask.runtime.report import faults
 
 STEPS, PERIOD = 40, 5
 # Dropout on, so the resumed run must also replay the per-step dropout keys.

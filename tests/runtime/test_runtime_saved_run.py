@@ -4,7 +4,8 @@ import gin
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.runtime import gin_utils, saved_run
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.config import saved_run
 
 TRAINED = ["MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
            "MIXTURE_OR_TASK_MODULE='runtime_helpers'", "TASK_FEATURE_LENGTHS={'inputs': 24, 'targets': 12}", 'TRAIN_STEPS=3',

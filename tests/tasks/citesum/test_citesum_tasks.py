@@ -169,7 +169,7 @@ CONFIGS = sorted(p for p in (pathlib.Path(paths.__file__).parent / "t5x_configs"
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
 def test_run_configs_parse_and_name_registered_tasks(config):
   import gin
-  from crosstask.runtime import gin_utils
+  from crosstask.runtime.config import gin_utils
   import runtime_subprocess as rs
   bindings = ["MODEL_DIR='/tmp/x'", "CHECKPOINT_PATH='/tmp/x'", "EVAL_OUTPUT_DIR='/tmp/y'"]
   gin.clear_config()

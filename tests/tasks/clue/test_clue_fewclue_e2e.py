@@ -11,7 +11,8 @@ import pytest
 import runtime_subprocess as rs
 from crosstask import paths
 from crosstask.metrics import rank_classification
-from crosstask.runtime import best_checkpoint, restoring
+from crosstask.runtime.jobs import best_checkpoint
+from crosstask.runtime.jobs import restoring
 from crosstask.tasks.clue import submissions
 
 TASK = "fewclue_eprstmt_rank"

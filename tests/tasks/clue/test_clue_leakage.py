@@ -55,7 +55,7 @@ def _tiny_model():
 
 
 def _dataset(name, split):
-  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.data import pipeline as data  # pylint: disable=g-import-not-at-top
   return data.DatasetConfig(name, {"inputs": 64, "targets": 8}, split, batch_size=8,
                             shuffle=False, seed=0)
 
@@ -63,7 +63,7 @@ def _dataset(name, split):
 def test_a_training_run_refuses_to_report_test_public_of_its_source(tmp_path):
   """The mixture trained on reaches the guard before the run reads or trains anything."""
   import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
-  from crosstask.runtime import train_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.jobs import train_lib  # pylint: disable=g-import-not-at-top
   with pytest.raises(leakage.LeakageError, match="clue_tnews -> fewclue_tnews_k0"):
     train_lib.train(model=_tiny_model(), train_dataset_cfg=_dataset("clue_classification",
                                                                     "train"),
@@ -76,7 +76,8 @@ def test_a_job_refuses_test_public_of_a_checkpoint_trained_on_its_source(tmp_pat
   """The runtime reads what the checkpoint's run trained on (its operative_config.gin) and
   hands it to the guard the entry point passes, before the job reads anything."""
   import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
-  from crosstask.runtime import checkpoints, restoring  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.state import checkpoints  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.jobs import restoring  # pylint: disable=g-import-not-at-top
   run = tmp_path / "run"
   (run / "checkpoint_8").mkdir(parents=True)
   (run / "operative_config.gin").write_text("MIXTURE_OR_TASK_NAME = 'clue_classification'\n")

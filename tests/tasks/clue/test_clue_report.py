@@ -53,7 +53,7 @@ def test_run_configs_parse_and_name_registered_tasks(gin_file, bindings):
   import gin  # pylint: disable=g-import-not-at-top
   import seqio  # pylint: disable=g-import-not-at-top
   import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
-  from crosstask.runtime import gin_utils  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import gin_utils  # pylint: disable=g-import-not-at-top
   gin.clear_config()
   try:
     gin_utils.parse(["t5_1_1/tiny.gin", gin_file], bindings)

@@ -7,7 +7,7 @@ import gin
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 NO_TF = "assert 'tensorflow' not in sys.modules and 'seqio' not in sys.modules, sorted(sys.modules)\n"
 
@@ -19,7 +19,7 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 def test_import_registers_nothing_and_gin_parsing_imports_no_tensorflow():
   code = ("import crosstask.tasks, crosstask.vocabularies\n" + NO_TF
-          + "import gin\nfrom crosstask.runtime import gin_utils\n"
+          + "import gin\nfrom crosstask.runtime.config import gin_utils\n"
           "gin_utils.import_configurables()\n"
           "for p in gin_utils.DEFAULT_SEARCH_PATHS: gin.add_config_file_search_path(p)\n"
           "for f in ('t5_1_1/base.gin', 'longlm/base.gin', 'mt5/small.gin'):\n"
@@ -85,7 +85,7 @@ def clean_gin():
 ])
 def test_run_refuses_a_vocabulary_larger_than_the_embeddings(tmp_path, clean_gin, request,
                                                             model_gin, bindings, vocab_ids, rows):
-  from crosstask.runtime import train_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.jobs import train_lib  # pylint: disable=g-import-not-at-top
   if any("{data}" in b for b in bindings):
     data = request.getfixturevalue("official_data")
     bindings = [b.format(data=data) for b in bindings]
@@ -150,7 +150,7 @@ def _model(vocabulary, rows: int):
 
 def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
   from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.data import pipeline as data  # pylint: disable=g-import-not-at-top
   sp = vocabularies.get(sample_sp)
   run = lambda name, module: data.DatasetConfig(name, {"inputs": 8, "targets": 8}, "train", 8,
                                                 False, 0, module=module)
@@ -207,14 +207,14 @@ def test_upstream_t5x_imports_every_task_module_after_locking_gin():
 def test_every_benchmark_imports_under_a_locked_gin_config():
   """Task modules register no gin configurables, so a finalized config needs no unlocking."""
   res = _python(
-      "import gin\nfrom crosstask.runtime import gin_utils\n"
+      "import gin\nfrom crosstask.runtime.config import gin_utils\n"
       "gin_utils.parse(['t5_1_1/tiny.gin', 'runs/finetune.gin'], [\"MODEL_DIR='/tmp/x'\", "
       "\"MIXTURE_OR_TASK_NAME='x'\", \"TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}\", "
       "'TRAIN_STEPS=1'])\n"
       "assert gin.config_is_locked()\n"
       "def refuse(*a, **k): raise AssertionError('gin.unlock_config() called')\n"
       "gin.unlock_config = refuse\n"
-      "from crosstask.runtime import data\n"
+      "from crosstask.runtime.data import pipeline as data\n"
       "from crosstask.tasks import BENCHMARKS\n"
       "data.import_tasks([f'crosstask.tasks.{b}' for b in BENCHMARKS] + ['crosstask.tasks.all'])\n"
       "import crosstask.tasks.all as everything\n"
@@ -227,8 +227,8 @@ def test_every_benchmark_imports_under_a_locked_gin_config():
 
 def test_a_run_says_which_vocabulary_copy_of_its_task_it_reads(sample_sp, capsys):
   from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime import run as run_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.data import pipeline as data  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import run as run_lib  # pylint: disable=g-import-not-at-top
   cfg = data.DatasetConfig("csl_zh_abstract_to_title", {"inputs": 8, "targets": 8}, "train", 8,
                            False, 0, module="crosstask.tasks.csl")
   resolved = run_lib.resolve(_model(vocabularies.get(sample_sp), 2432), datasets={"train": cfg})

@@ -4,7 +4,7 @@ import gin
 import pytest
 
 import runtime_subprocess as rs
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 from crosstask.tasks.csl import scenarios
 
 

@@ -133,7 +133,7 @@ def test_scenario_mixtures_hold_table_3():
 
 
 def test_epoch_steps_count_the_episode(official_data):
-  from crosstask.runtime import data  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.data import pipeline as data  # pylint: disable=g-import-not-at-top
   del official_data
   assert scenarios.split_size("2-1", "meta", "s0_meta") == 300
   meta = scenarios.mixture_name("2-1", "meta")

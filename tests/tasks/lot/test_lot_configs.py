@@ -3,7 +3,7 @@
 import gin
 import pytest
 
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 REQUIRED = ["VOCABULARY_PATH='/x/sentencepiece_cn.model'", "MODEL_DIR='/tmp/m'", "TRAIN_STEPS=1"]
 

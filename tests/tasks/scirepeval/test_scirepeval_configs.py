@@ -5,7 +5,7 @@ import pytest
 
 import runtime_subprocess as rs
 from crosstask import embed, relevance  # noqa: F401  configurables
-from crosstask.runtime import gin_utils  # noqa: F401
+from crosstask.runtime.config import gin_utils  # noqa: F401
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 import runtime_subprocess as rs
 from crosstask import relevance
 from crosstask.metrics.scirepeval import ranking
-from crosstask.runtime import checkpoints
+from crosstask.runtime.state import checkpoints
 from crosstask.tasks.scirepeval import readers
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "scirepeval"

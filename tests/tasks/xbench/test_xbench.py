@@ -182,7 +182,7 @@ def _saved_params(step_dir) -> dict[str, np.ndarray]:
   """A checkpoint's parameters by path, read with the shapes the checkpoint records."""
   import jax  # pylint: disable=g-import-not-at-top
   import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime import checkpoints  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.state import checkpoints  # pylint: disable=g-import-not-at-top
   meta = ocp.StandardCheckpointer().metadata(checkpoints.resolve_state_dir(str(step_dir)))
   meta = getattr(getattr(meta, "item_metadata", meta), "tree", meta)
   here = jax.sharding.SingleDeviceSharding(jax.devices()[0])

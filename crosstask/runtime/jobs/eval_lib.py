@@ -2,7 +2,12 @@
 
 import gin
 
-from crosstask.runtime import checkpoints, console, evaluation, gin_utils, progress, restoring
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.report import console
+from crosstask.runtime.predict import evaluation
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.report import progress
+from crosstask.runtime.jobs import restoring
 
 
 @gin.configurable(module='eval_script')

@@ -13,16 +13,17 @@ from typing import Any, Mapping, Sequence
 
 import gin
 
-PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_SEARCH_PATHS = (str(PACKAGE_DIR / 'gin'), str(PACKAGE_DIR / 't5x_configs'),
                         str(PACKAGE_DIR))
 
 # Modules whose configurables gin files may name; imported before parsing.
 CONFIGURABLE_MODULES = (
-    'crosstask.runtime.train_lib', 'crosstask.runtime.eval_lib', 'crosstask.runtime.infer_lib',
-    'crosstask.runtime.optimizers', 'crosstask.runtime.partitioning',
-    'crosstask.runtime.checkpoints', 'crosstask.runtime.data', 'crosstask.runtime.trainer',
-    'crosstask.runtime.platform',
+    'crosstask.runtime.jobs.train_lib', 'crosstask.runtime.jobs.eval_lib',
+    'crosstask.runtime.jobs.infer_lib', 'crosstask.runtime.state.optimizers',
+    'crosstask.runtime.sharding.partitioning', 'crosstask.runtime.state.checkpoints',
+    'crosstask.runtime.data.pipeline', 'crosstask.runtime.state.trainer',
+    'crosstask.runtime.config.platform',
     'crosstask.models.model', 'crosstask.models.network', 'crosstask.models.config',
     'crosstask.models', 'crosstask.vocabularies')
 
@@ -230,7 +231,8 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   leaves the process as it is. `saved_run_job` (a `saved_run.JobFiles`) lets the
   command take `--run_dir=DIR`, a trained run whose saved config it starts from.
   """
-  from crosstask.runtime import console, platform  # pylint: disable=import-outside-toplevel
+  from crosstask.runtime.report import console  # pylint: disable=import-outside-toplevel
+  from crosstask.runtime.config import platform  # pylint: disable=import-outside-toplevel
   argv = sys.argv[1:] if argv is None else list(argv)
   verbose = '--verbose' in argv
   argv = [a for a in argv if a != '--verbose']
@@ -258,7 +260,7 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     if run_dir is not None:
       files, bindings = saved_run_job.arguments(run_dir, files, bindings)
     parse(files, bindings, paths)
-    from crosstask.runtime import partitioning
+    from crosstask.runtime.sharding import partitioning
     try:
       partitioning.initialize_distributed()
     except ValueError as e:  # MULTIHOST=True and no cluster to join: it says how to launch.
@@ -276,7 +278,7 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     console.error(str(e))
     raise SystemExit(2)
   except Exception as e:  # pylint: disable=broad-except
-    from crosstask.runtime import faults  # What a run meets, said without a traceback.
+    from crosstask.runtime.report import faults  # What a run meets, said without a traceback.
     if isinstance(e, faults.Preempted):
       console.say(str(e))
       raise SystemExit(faults.PREEMPTED_EXIT_CODE)

@@ -15,11 +15,21 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import batching, checkpoints, console, data, faults, gin_utils
-from crosstask.runtime import inference, input_state, model_flops
-from crosstask.runtime import optimizers, partitioning, progress, restoring
-from crosstask.runtime import run as run_lib
-from crosstask.runtime import trainer as trainer_lib
+from crosstask.runtime.data import batching
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.report import console
+from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.report import faults
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.predict import inference
+from crosstask.runtime.data import input_state
+from crosstask.runtime.sharding import model_flops
+from crosstask.runtime.state import optimizers
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.report import progress
+from crosstask.runtime.jobs import restoring
+from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.state import trainer as trainer_lib
 
 
 def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetConfig,
@@ -150,7 +160,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
 
   train_eval = infer_eval = runner = None
   if eval_period and infer_eval_dataset_cfg is not None:
-    from crosstask.runtime import evaluation
+    from crosstask.runtime.predict import evaluation
     infer_eval = evaluation.Evaluator(infer_eval_dataset_cfg,
                                       os.path.join(model_dir, 'inference_eval'),
                                       progress.writer(os.path.join(model_dir, 'inference_eval')))

@@ -13,7 +13,8 @@ from typing import Any, Mapping, Sequence
 import jax
 import numpy as np
 
-from crosstask.runtime import console, topology
+from crosstask.runtime.report import console
+from crosstask.runtime.sharding import topology
 
 GIB = topology.GIB
 

@@ -1,7 +1,6 @@
 """Gin model files -> config / model, and abstract parameter counts (no weights allocated).
 
-    python -m crosstask.runtime.model_gin crosstask/gin/longlm/large.gin
-    python -c "from crosstask.runtime import model_gin; model_gin.print_param_count('crosstask/gin/longlm/large.gin')"
+    python -m crosstask.runtime.config.model_gin crosstask/gin/longlm/large.gin
 
 Gin parsing is the runtime's business (search paths, configurable modules, located
 errors), so reading a model file lives here and `crosstask.models` stays free of it.
@@ -20,9 +19,10 @@ import jax
 
 from crosstask.models import hf_import
 from crosstask.models.config import TransformerConfig
-from crosstask.runtime import console, gin_utils
+from crosstask.runtime.report import console
+from crosstask.runtime.config import gin_utils
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def parse_gin(gin_files: Sequence[str] | str, bindings: Sequence[str] = ()) -> None:

@@ -21,11 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from crosstask.runtime import compile_report, gin_utils, model_flops, optimizers
-from crosstask.runtime import partitioning
-from crosstask.runtime import run as run_lib
-from crosstask.runtime import topology as topology_lib
-from crosstask.runtime import trainer as trainer_lib
+from crosstask.runtime.sharding import compile_report
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.sharding import model_flops
+from crosstask.runtime.state import optimizers
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.sharding import topology as topology_lib
+from crosstask.runtime.state import trainer as trainer_lib
 
 GIB = topology_lib.GIB
 DEFAULT_LENGTHS = {'inputs': 512, 'targets': 512}

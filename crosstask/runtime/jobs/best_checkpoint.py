@@ -5,7 +5,7 @@ metrics.jsonl` and, with CHECKPOINTS_TO_KEEP=None, keeps every checkpoint. This
 picks the step whose metric (averaged over the tasks that report it) is best,
 as a script that validates each epoch and keeps the best model does:
 
-  python -m crosstask.runtime.best_checkpoint --model_dir=/tmp/meta_2_1 --metric=accuracy
+  python -m crosstask.runtime.jobs.best_checkpoint --model_dir=/tmp/meta_2_1 --metric=accuracy
 
 prints the chosen checkpoint's path (the last line), to pass on as
 INITIAL_CHECKPOINT_PATH or CHECKPOINT_PATH. `--metric` matches a key exactly or
@@ -18,8 +18,8 @@ import sys
 from typing import Sequence
 
 from crosstask import records
-from crosstask.runtime import console
-from crosstask.runtime.checkpoints import STEP_PREFIX
+from crosstask.runtime.report import console
+from crosstask.runtime.state.checkpoints import STEP_PREFIX
 
 
 def scores_by_step(model_dir: str, metric: str) -> dict[int, float]:
@@ -51,7 +51,7 @@ def best_step(model_dir: str, metric: str, lower_is_better: bool = False) -> tup
 
 
 def main(argv: Sequence[str] | None = None) -> str:
-  parser = argparse.ArgumentParser(prog='python -m crosstask.runtime.best_checkpoint',
+  parser = argparse.ArgumentParser(prog='python -m crosstask.runtime.jobs.best_checkpoint',
                                    description=__doc__.split('\n\n')[0])
   parser.add_argument('--model_dir', required=True)
   parser.add_argument('--metric', required=True)

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 import gin
 
-from crosstask.runtime import host_memory
+from crosstask.runtime.config import host_memory
 
 PLATFORMS = ('cpu', 'gpu', 'tpu')
 JOBS = ('train', 'infer')

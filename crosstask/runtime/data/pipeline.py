@@ -12,7 +12,7 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime import partitioning
+from crosstask.runtime.sharding import partitioning
 
 
 @gin.configurable(module='utils')
@@ -194,7 +194,7 @@ def feature_converter(pack: bool, packer: str = 'first_fit'):
   SeqIO's own next-fit packing, batch for batch what T5X would feed.
   """
   import seqio
-  from crosstask.runtime import packing
+  from crosstask.runtime.data import packing
   if packer not in packing.PACKERS:
     raise ValueError(f'utils.feature_converter: packer={packer!r}; '
                      f'expected one of {packing.PACKERS}')

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import gin
 
-from crosstask.runtime import gin_utils
+from crosstask.runtime.config import gin_utils
 
 # What a run file resets but the trained run decided: its task, where the task is
 # registered, and the feature lengths it was trained at.

@@ -14,7 +14,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from crosstask.models import layer_stacking
-from crosstask.runtime import input_state
+from crosstask.runtime.data import input_state
 
 STEP_PREFIX = 'checkpoint'  # Step directories are named like T5X's: checkpoint_<step>.
 _TMP_MARKER = '.orbax-checkpoint-tmp'  # In the name of a save still being written.

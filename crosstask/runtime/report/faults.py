@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from crosstask.runtime import console
+from crosstask.runtime.report import console
 
 # What a shell reports for a process ended by SIGTERM (128 + 15): schedulers that
 # requeue preempted jobs treat the clean, checkpointed exit like the signal itself.

@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import jax
 
-from crosstask.runtime import hlo
-from crosstask.runtime import topology as topology_lib
+from crosstask.runtime.sharding import hlo
+from crosstask.runtime.sharding import topology as topology_lib
 
 GIB = topology_lib.GIB
 

@@ -7,7 +7,12 @@ import os
 import gin
 import numpy as np
 
-from crosstask.runtime import checkpoints, console, data, fingerprint, gin_utils, restoring
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.report import console
+from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.predict import fingerprint
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.jobs import restoring
 
 
 def _text(ex: dict, key: str, vocab) -> str:

@@ -6,7 +6,7 @@ import gin
 import jax.numpy as jnp
 import optax
 
-from crosstask.runtime import adafactor as adafactor_lib
+from crosstask.runtime.state import adafactor as adafactor_lib
 
 Schedule = Callable[[jnp.ndarray], jnp.ndarray]
 

@@ -16,8 +16,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from crosstask.runtime import host_memory, partitioning, platform
-from crosstask.runtime import run as run_lib
+from crosstask.runtime.config import host_memory
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.config import platform
+from crosstask.runtime.config import run as run_lib
 
 State = dict[str, Any]
 

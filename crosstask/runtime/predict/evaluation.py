@@ -12,8 +12,9 @@ import jax
 import numpy as np
 
 from crosstask import records
-from crosstask.runtime import data, inference
-from crosstask.runtime import fingerprint
+from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.predict import inference
+from crosstask.runtime.predict import fingerprint
 
 
 def _scalar(v: Any) -> float | None:

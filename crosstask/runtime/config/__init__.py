@@ -1,0 +1,1 @@
+"""What a job runs with: the resolved Run, gin command lines, model gin files, platform profiles."""

@@ -1,0 +1,1 @@
+"""Inputs: SeqIO pipelines, packing, fixed-size batches, the input position saved with checkpoints."""

@@ -1,0 +1,1 @@
+"""The gin-configured jobs behind python -m crosstask.{train,eval,infer,compile,embed,...}."""

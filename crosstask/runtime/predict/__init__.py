@@ -1,0 +1,1 @@
+"""Decoding and scoring over whole datasets, and SeqIO metrics over the outputs."""

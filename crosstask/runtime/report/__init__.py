@@ -1,0 +1,1 @@
+"""What a researcher watches: the console, TensorBoard, and the faults a run reports plainly."""

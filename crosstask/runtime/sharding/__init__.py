@@ -1,0 +1,1 @@
+"""Meshes and layouts, TPU topologies, and what a compiled step costs per chip."""

@@ -1,0 +1,1 @@
+"""The train state and what keeps it: the sharded train step, optimizers, checkpoints, faults."""
