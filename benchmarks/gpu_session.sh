@@ -5,11 +5,13 @@
 #      batch 64) and of a greedy decode (batch 32), raw traces kept under $OUT/raw
 #   2. crosstask's training rows: the GPU default, the remat that saves the norms too
 #      (batch 48: 64 ran out of memory), optax AdamW, T5 1.1 large, two layers per
-#      iteration of the layer scan (the scan's copies were 71 ms of a 614 ms step)
+#      iteration of the layer scan and no scan at all (the scan's copies were 71 ms of a
+#      614 ms step)
 #   3. HF's fastest candidates: fused AdamW with checkpointing at batch 64, and
 #      `generate` compiled with a static cache (it did not compile within 100 s once)
 #   4. the decoding rows with their rooflines (greedy 32 and 128, beam 4; greedy 32 with
-#      the encoder keys cached [b, h, len, d], the product that ran at half the HBM rate)
+#      the encoder keys cached [b, h, len, d], the product that ran at half the HBM rate;
+#      greedy 32 with the whole while loop one CUDA graph, `graph_while`)
 #   5. the rest, which a deadline may leave out: the cuDNN-vs-XLA attention check, the
 #      other HF settings and the eval-only job (infer / hf-infer: they need SeqIO and
 #      TensorFlow, which the GPU image lacks; the CPU smoke run has them)
@@ -84,12 +86,13 @@ fi
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan"
-  "decode:$M:1:$DEC:scan" "hf-decode:$M:1:$DEC:compile" "decode:$M:1:$DEC:scan:keysfirst"
+  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:graph_while" "hf-decode:$M:1:$DEC:compile"
+  "decode:$M:1:$DEC:scan:keysfirst"
   "train:$M:$ATT:dots_attention:$BIG:scan:adamw" "hf-train:$M:$BIG:adamw:ckpt"
   "decode:$M:1:$((DEC * 4)):scan" "hf-decode:$M:1:$((DEC * 4)):compile"
   "decode:$M:4:$DEC:scan" "hf-decode:$M:4:$DEC"
   "train:$LARGE:$ATT:dots_attention:$MID:scan" "hf-train:$M:$B:adamw:compile"
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" "train:$M:$ATT:dots_attention:$BIG"
   check "hf-train:$M:$B:adamw" "hf-train:$M:$B"
   "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"

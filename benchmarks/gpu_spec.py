@@ -24,6 +24,10 @@ XLA_FLAG_SETS = {
     'lhs': '--xla_gpu_enable_latency_hiding_scheduler=true',
     'no_triton_gemm': '--xla_gpu_enable_triton_gemm=false',
     'no_cmd_buffer': '--xla_gpu_enable_command_buffer=',
+    # The decoding while loop captured whole as one CUDA graph (conditional nodes), so
+    # the host neither launches each step's kernels nor reads the loop's predicate.
+    'graph_while': ('--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL'
+                    ' --xla_gpu_graph_min_graph_size=1'),
 }
 POSITIONAL = {
     'check': (),
