@@ -3,7 +3,7 @@ GPU benchmark's rows it writes: every row kind, both sides (attention check, tra
 decoding, the eval-only job), so the scripts are known to work before a GPU is lent.
 
 One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
-(21 rows, each in its own process), and a module fixture shared by two tests would run
+(23 rows, each in its own process), and a module fixture shared by two tests would run
 it once per xdist worker that draws one of them (`make test` is `-n 2`, load-balanced)."""
 
 import json
@@ -51,7 +51,7 @@ def _check_the_session(session, rows):
   assert profile["ms_per_token_step"] > 0  # the decode's
   assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
-  assert len(rows) == 21 and not failed and rows["check"]["ok"], failed
+  assert len(rows) == 23 and not failed and rows["check"]["ok"], failed
   assert {r["kind"] for r in rows.values()} == {
       "check", "train", "hf-train", "decode", "hf-decode", "infer", "hf-infer"}
   assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in rows.values())
