@@ -107,7 +107,7 @@ def run_row(row: gpu_spec.Row, lengths: Lengths, steps: int, platform: str) -> d
     return gpu_crosstask.row_decode(row, lengths, steps)
   if row.kind == 'hf-decode':
     return gpu_hf.row_hf_decode(row, lengths, steps, device)
-  import gpu_infer  # SeqIO and TensorFlow: only where an infer row runs
+  import gpu_infer  # the eval-only job: the data and vocabulary it reads
   if row.kind == 'infer':
     return gpu_infer.row_infer(row, lengths, steps)
   return gpu_infer.row_hf_infer(row, lengths, steps, device)

@@ -1,22 +1,26 @@
 """The eval-only job end to end: CSL abstract -> title over a real split, crosstask vs HF.
 
 Why: a researcher waits on the whole job, not on the decoding loop alone. crosstask's
-side is what `python -m crosstask.infer` runs (infer_lib): the SeqIO task read and
-tokenized, the feature converter, the runtime's `Inference.predict` (its two jitted
-decoding programs), detokenizing, and a metric (character ROUGE-L). HF's side is the
-loop a user writes: tokenize a batch, `generate`, detokenize, the same metric, over
-the same input texts (read once, before the timing: HF users read the file
-themselves). Both decode `Lengths.new_tokens` tokens at most, at the row's batch.
+side is the steps `python -m crosstask.infer` takes, on the TF-free input path (the GPU
+image has no TensorFlow): the task's records read and laid out (`csl.tasks.plain_task`),
+tokenized and converted to the model's batches (`plain_vocabularies`,
+`runtime.data.host_inputs`), the runtime's `Inference` (its two jitted decoding
+programs), detokenizing, and the task's postprocessor and metrics (ROUGE-L, BLEU).
+tests/runtime/test_runtime_host_inputs.py shows that path gives the SeqIO task's token
+batches, predictions, text and metrics. HF's side is the loop a user writes: tokenize a
+batch, `generate`, detokenize, the same metrics, over the same input texts (read once,
+before the timing: HF users read the file themselves). Both decode
+`Lengths.new_tokens` tokens at most, at the row's batch.
 
 `outside_decode_share`: the share of one job's wall time spent outside the decoding
 calls (timers around each call of the encoder and the loop, waiting for the device),
-so input pipeline, host transfers, detokenizing and the metric.
+so reading, tokenizing, host transfers, detokenizing and the metrics.
 
 Data: $CROSSTASK_DATA_DIR's CSL validation split, or the bundled sample's (30
 examples) when unset; vocabulary: its `vocab/sentencepiece_cn.model` (LongLM's) when
 there, else bytes. The weights are random (seeded) and shaped like the row's model;
-their decodes are nonsense and the ROUGE-L near 0, but the work is the job's.
-Imports SeqIO and TensorFlow, so gpu.py imports this module only for infer rows.
+their decodes are nonsense and the scores near 0, but the work is the job's.
+Imports no TensorFlow or SeqIO.
 """
 
 import time
@@ -32,16 +36,6 @@ SPLIT = 'validation'
 BATCHES = 4  # the job's examples: 4 batches' worth, fewer where the split is smaller
 
 
-def require_seqio() -> None:
-  """A clear reason for the row's record where the job cannot run (the GPU image has
-  neither SeqIO nor TensorFlow, and TensorFlow's wheel is too large to carry)."""
-  import importlib.util
-  missing = [m for m in ('seqio', 'tensorflow') if importlib.util.find_spec(m) is None]
-  if missing:
-    raise SystemExit(f'the infer rows need {" and ".join(missing)} (the job reads its task '
-                     'through SeqIO and tf.data), not installed here')
-
-
 def vocabulary_path() -> str | None:
   from crosstask import paths
   root = paths.data_dir()
@@ -49,36 +43,14 @@ def vocabulary_path() -> str | None:
   return str(path) if path and path.is_file() else None
 
 
-def task(vocab_path: str | None):
-  """(SeqIO task CSL abstract -> title for the vocabulary, the vocabulary)."""
-  require_seqio()
-  from crosstask import vocabularies
-  from crosstask.tasks.common import factory
+def task():
+  """CSL abstract -> title, without SeqIO (`plain_task`)."""
   from crosstask.tasks.csl import tasks
-  import seqio
-  vocab = vocabularies.get(vocab_path or vocabularies.BYTES)
-  name = tasks.csl_task(('abstract',), ('title',), 'zh').name
-  (name,) = factory.register_for_vocabulary([name], vocab)
-  return seqio.get_mixture_or_task(name), vocab
+  return tasks.plain_task(('abstract',), ('title',), 'zh')
 
 
 def feature_lengths(lengths: Lengths) -> dict[str, int]:
   return {'inputs': lengths.inputs, 'targets': lengths.new_tokens}
-
-
-def examples(lengths: Lengths, batch: int) -> tuple[list[str], list[str]]:
-  """(input texts, target texts) of the job: the task's own, as the model sees them."""
-  the_task, _ = task(vocabulary_path())
-  ds = the_task.get_dataset(feature_lengths(lengths), split=SPLIT, shuffle=False,
-                            num_epochs=1).take(batch * BATCHES)
-  rows = list(ds.as_numpy_iterator())
-  return ([r['inputs_pretokenized'].decode() for r in rows],
-          [r['targets_pretokenized'].decode() for r in rows])
-
-
-def title_rouge(targets: list[str], predictions: list[str]) -> float:
-  from crosstask.metrics.rouge import rouge
-  return rouge(targets, predictions, score_keys=('rougeL',))['rougeL']
 
 
 class DecodeTimer:
@@ -99,12 +71,13 @@ class DecodeTimer:
 
 
 def row_infer(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
-  """crosstask's job, as infer_lib runs it, with random weights."""
+  """crosstask's job, the steps infer_lib takes on the TF-free path, with random weights."""
   import jax
-  from crosstask.runtime.data import pipeline as data
+  from crosstask import plain_vocabularies
+  from crosstask.runtime.data import host_inputs
   from crosstask.runtime.predict import inference
   from crosstask.runtime.sharding import partitioning
-  the_task, vocab = task(vocabulary_path())
+  the_task, vocab = task(), plain_vocabularies.get(vocabulary_path())
   net = gpu_crosstask.decoding_model(gpu_crosstask.row_config(row, attention='xla'), row.beams)
   partitioner = partitioning.Partitioner()
   params = jax.device_put(gpu_crosstask.random_params(net, lengths), partitioner.replicated)
@@ -115,37 +88,35 @@ def row_infer(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]
   # The runner's two decoding programs, timed; everything else is the job's own code.
   runner._encode, runner._decode = (  # pylint: disable=protected-access
       timer.wrap(runner._encode), timer.wrap(runner._decode))  # pylint: disable=protected-access
-  converter = data.feature_converter(pack=False)
   lengths_ = feature_lengths(lengths)
 
   def job():
     timer.seconds = 0.0
-    task_ds = the_task.get_dataset(lengths_, split=SPLIT, shuffle=False, num_epochs=1)
-    task_ds = task_ds.take(row.batch * BATCHES).cache()
-    preds = runner.predict(params, converter(task_ds, lengths_).enumerate())
+    exs = the_task.examples(SPLIT)[:row.batch * BATCHES]
+    feats = host_inputs.features(exs, vocab, lengths_)
+    preds, _ = runner.predict_batches(params, host_inputs.batches(feats, runner.batch_size))
     texts = [vocab.decode(tokens) for _, tokens in preds]
-    targets = [ex['targets_pretokenized'].decode() for ex in task_ds.as_numpy_iterator()]
-    return len(texts), title_rouge(targets, texts), timer.seconds
+    return len(texts), the_task.score(exs, texts), timer.seconds
   return {**measure_job(job, steps), 'peak_gib': gpu_crosstask.jax_peak_gib(),
           'device': jax.devices()[0].device_kind}
 
 
 def measure_job(job, steps: int) -> dict[str, Any]:
-  """Times `job() -> (examples, ROUGE-L, seconds in decoding calls)` as gpu.py times a
-  row (its first call, which compiles, apart); the median share outside decoding."""
+  """Times `job() -> (examples, the task's metrics, seconds in decoding calls)` as gpu.py
+  times a row (its first call, which compiles, apart); the median share outside decoding."""
   results = []
 
   def call():
     start = time.perf_counter()
-    examples, rouge_l, decode_s = job()
-    results.append((examples, rouge_l, 1 - decode_s / (time.perf_counter() - start)))
+    done, metrics, decode_s = job()
+    results.append((done, metrics, 1 - decode_s / (time.perf_counter() - start)))
   start = time.perf_counter()
   call()
   compile_s = time.perf_counter() - start
   times = gpu_workload.timed(call, steps, lambda _: None)
-  examples, rouge_l, _ = results[-1]
+  done, metrics, _ = results[-1]
   shares = sorted(share for _, _, share in results[-steps:])
-  return {'times': times, 'compile_s': compile_s, 'examples': examples, 'rouge_l': rouge_l,
+  return {'times': times, 'compile_s': compile_s, 'examples': done, 'metrics': metrics,
           'vocabulary': vocab_path_name(), 'outside_decode_share': shares[len(shares) // 2]}
 
 
@@ -164,7 +135,9 @@ def hf_tokenizer():
 
 def row_hf_infer(row: gpu_spec.Row, lengths: Lengths, steps: int, device: str) -> dict:
   """HF's loop over the same texts: tokenize, generate, detokenize, score."""
-  inputs, targets = examples(lengths, row.batch)
+  the_task = task()
+  exs = the_task.examples(SPLIT)[:row.batch * BATCHES]
+  inputs = [ex['inputs'] for ex in exs]
   _, hf, impl = gpu_hf.decoding_model(row.model, device)
   tok = hf_tokenizer()
   generate = gpu_hf.generate_fn(hf, row, lengths.inputs, lengths.new_tokens, device)
@@ -185,5 +158,5 @@ def row_hf_infer(row: gpu_spec.Row, lengths: Lengths, steps: int, device: str) -
       rows = [[t for t in seq if t < len(tok)] for seq in out[:, 1:].tolist()]
       texts += tok.batch_decode(rows, skip_special_tokens=True)
     texts = texts[:len(inputs)]
-    return len(texts), title_rouge(targets, texts), in_generate
+    return len(texts), the_task.score(exs, texts), in_generate
   return {**measure_job(job, steps), 'attention': impl, **gpu_hf.device_facts(device)}

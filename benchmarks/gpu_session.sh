@@ -13,11 +13,15 @@
 #      the encoder keys cached [b, h, len, d], the product that ran at half the HBM rate;
 #      greedy 32 with the whole while loop one CUDA graph, `graph_while`)
 #   5. the rest, which a deadline may leave out: the cuDNN-vs-XLA attention check, the
-#      other HF settings and the eval-only job (infer / hf-infer: they need SeqIO and
-#      TensorFlow, which the GPU image lacks; the CPU smoke run has them)
+#      other HF settings and the eval-only job (infer / hf-infer)
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
 # the time-to-quality pair (about 3 minutes; `cp -r ../shared/data .ttq_data` first and
-# carry `.ttq_data`); `--quick`, `--quick-profiles`, `--quick-ttq` are CPU smoke runs. Everything goes under
+# carry `.ttq_data`); `--infer` the eval-only job alone, crosstask's and HF's eager and
+# compiled (about 6 minutes); `--quick`, `--quick-profiles`, `--quick-ttq`,
+# `--quick-infer` are CPU smoke runs. The eval-only job reads CSL's dev split and
+# LongLM's vocabulary from $CROSSTASK_DATA_DIR, else from .infer_data/ where that is
+# there (`mkdir .infer_data && cp -r ../shared/data/{csl,vocab} .infer_data`, 3 MB;
+# carry `.infer_data`). Everything goes under
 # $OUT (default: a temporary directory); rows the deadline leaves out are recorded as
 # not_run, with the reason.
 #
@@ -37,8 +41,12 @@ if ! "$PY" -c 'import gin' 2>/dev/null; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
+if [[ -z "${CROSSTASK_DATA_DIR:-}" && -d .infer_data ]]; then
+  export CROSSTASK_DATA_DIR=$PWD/.infer_data
+fi
+
 MODE=${1:-}
-if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" ]]; then
+if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" || "$MODE" == "--quick-infer" ]]; then
   M=tiny; ATT=xla; LEN=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1)
   PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
   B=8; BIG=8; MID=16; DEC=8; BASE=tiny; LARGE=tiny
@@ -61,6 +69,15 @@ if [[ "$MODE" == "--ttq" || "$MODE" == "--quick-ttq" ]]; then
   fi
   "$PY" benchmarks/time_to_quality.py "${TTQ[@]}" --data="${TTQ_DATA:-.ttq_data}" \
     --out="$OUT" | tee -a "$OUT/log.txt"
+  exit 0
+fi
+
+if [[ "$MODE" == "--infer" || "$MODE" == "--quick-infer" ]]; then
+  # The eval-only job (gpu_infer.py) and HF's loop over the same examples at its batch.
+  "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="$((DEADLINE + 80))" --timeout_s="$TIMEOUT" \
+    --out="$OUT/gpu.json" --rows "infer:$M:$DEC:scan" "hf-infer:$M:$DEC" \
+    "hf-infer:$M:$DEC:compile" | tee -a "$OUT/log.txt"
+  echo "results under $OUT"
   exit 0
 fi
 

@@ -73,7 +73,7 @@ def builtin_sentinels(path: str | os.PathLike) -> int:
              for i in range(processor.get_piece_size()))
 
 
-def _canonical(name: str | os.PathLike | None) -> str:
+def canonical(name: str | os.PathLike | None) -> str:
   """'bytes' for None/''/'byte(s)', else the absolute path of the model file."""
   if name is None or str(name).strip().lower() in ("", "byte", "bytes"):
     return BYTES
@@ -92,7 +92,7 @@ def get(name: str | os.PathLike | None = BYTES, extra_ids: int = 0):
 
   One object per (name, extra_ids), so tasks and model built from the same name share it.
   """
-  return _load(_canonical(name), int(extra_ids))
+  return _load(canonical(name), int(extra_ids))
 
 
 def model_vocabulary(path: str | os.PathLike | None = None, extra_ids: int = 0):

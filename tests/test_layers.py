@@ -18,7 +18,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "crosstask"
 
 # What each layer may import (besides itself). Vocabularies are a leaf every layer
 # may import; entry points (crosstask/*.py, crosstask/data) may import anything.
-VOCABULARIES = ("crosstask.vocabularies",)
+VOCABULARIES = ("crosstask.vocabularies", "crosstask.plain_vocabularies")
 LEAVES = ("paths", "records", "vocabularies")
 ALLOWED = {
     "models": set(),

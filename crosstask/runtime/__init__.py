@@ -32,6 +32,7 @@ no cycle among them):
     packing       the feature converter's first-fit-decreasing packing of training rows
     input_state   the tf.data iterator position saved with each checkpoint
     batching      fixed-size global batches for inference, embedding and scoring
+    host_inputs   eval inputs without TensorFlow: text -> the converter's batches in numpy
   report/    what a researcher watches
     console       the one reporter: process 0 prints, the other processes log
     progress      console progress and TensorBoard scalars
@@ -49,5 +50,6 @@ It knows no benchmark: tasks come from the module named by MIXTURE_OR_TASK_MODUL
 the benchmark-specific jobs (`crosstask/embed.py`, `crosstask/relevance.py`) are entry
 points that join a benchmark's inputs to these libraries.
 
-Nothing here imports TensorFlow or SeqIO at module load.
+Nothing here imports TensorFlow or SeqIO at module load; `Inference.predict_batches`
+with `data.host_inputs` decodes a task's examples with neither installed.
 """

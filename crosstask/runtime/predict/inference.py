@@ -67,17 +67,23 @@ class Inference:
     self._score = jax.jit(model.score_batch, in_shardings=(param_shardings, data_sharding),
                           out_shardings=data_sharding)
 
-  def _batches(self, ds) -> Iterator[tuple[np.ndarray, dict, int]]:
-    """(indices, padded global batch, real rows) for an enumerated dataset."""
-    for index, feats in _without_autotuning(ds.batch(self.batch_size)).as_numpy_iterator():
+  def _host_batches(self, ds) -> Iterator[tuple[np.ndarray, dict]]:
+    """(indices, features) numpy batches of an enumerated tf.data dataset."""
+    yield from _without_autotuning(ds.batch(self.batch_size)).as_numpy_iterator()
+
+  def _batches(self, host_batches) -> Iterator[tuple[np.ndarray, dict, int]]:
+    """(indices, padded global batch, real rows) for (indices, features) host batches."""
+    for index, feats in host_batches:
       feats, n = batching.pad_rows({k: v for k, v in feats.items() if k in MODEL_KEYS},
                                    self.batch_size)
       yield np.asarray(index), batching.to_device(feats, self.partitioner.data_sharding), n
 
-  def predict_with_aux(self, params, ds) -> tuple[list, dict[str, list]]:
+  def predict_batches(self, params, host_batches) -> tuple[list, dict[str, list]]:
+    """`predict_with_aux` of (indices, features) numpy batches of at most `batch_size`
+    rows (`runtime.data.host_inputs`): the job's inputs without tf.data."""
     out, scores = [], []
     with self.partitioner.context():
-      for index, batch, n in self._batches(ds):
+      for index, batch, n in self._batches(host_batches):
         try:
           tokens, aux = self._decode(params, batch, *self._encode(params, batch))
         except jax.errors.JaxRuntimeError as e:
@@ -90,13 +96,16 @@ class Inference:
         scores.extend(float(x) for x in s)
     return out, {'scores': scores}
 
+  def predict_with_aux(self, params, ds) -> tuple[list, dict[str, list]]:
+    return self.predict_batches(params, self._host_batches(ds))
+
   def predict(self, params, ds) -> list:
     return self.predict_with_aux(params, ds)[0]
 
   def score(self, params, ds) -> list:
     out = []
     with self.partitioner.context():
-      for index, batch, n in self._batches(ds):
+      for index, batch, n in self._batches(self._host_batches(ds)):
         s = batching.to_host(self._score(params, batch))[:n]
         out.extend((int(i), float(x)) for i, x in zip(index, s))
     return out

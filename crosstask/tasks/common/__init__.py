@@ -4,7 +4,8 @@
   schema    a benchmark's fields: labels per language, list separators, label sets, metrics
   layout    arrow prompts, multi-field layout and lenient parsing (the one implementation)
   sources   records -> a SeqIO source (from_tensor_slices, so iterators checkpoint)
-  factory   `arrow_task`: schema + reader -> a registered seqio.Task with per-field metrics;
+  plain     an arrow task without SeqIO: its examples' text, postprocessor and metrics
+  factory   `arrow_task`: a `plain.arrow` task + tokenizing -> a registered seqio.Task;
             `register_for_vocabulary`: the same tasks for another vocabulary
   rank      rank classification: (question, option) examples, their postprocessor and metric
   label_sets  label sets several benchmarks share (the 67 disciplines of CSL and CSLDCP)
@@ -14,6 +15,6 @@
   report    markdown tables beside a paper's numbers, and curves
   testing   assertions every benchmark's tests call (like seqio.test_utils)
 
-`readers`, `schema`, `layout`, `rank`, `label_sets`, `sampling`, `prompts` and `report` import
-no TensorFlow or SeqIO.
+`readers`, `schema`, `layout`, `plain`, `rank`, `label_sets`, `sampling`, `prompts` and
+`report` import no TensorFlow or SeqIO.
 """

@@ -5,7 +5,8 @@ mixtures for another vocabulary are registered on demand under names that carry 
 (`register_for_vocabulary`, `vocabularies.task_name`), so a registered name always
 tokenizes the same way.
 
-The task's source lays records out with `layout.example` (prompt + labelled
+The task's text, postprocessor and metric are `plain.arrow`'s (the same task without
+SeqIO): its source lays records out with `layout.example` (prompt + labelled
 inputs -> target fields), its postprocessor parses text back into fields
 leniently, and its metric scores each output field with the field's own
 `metric_fn`, keyed `<field>/<metric>` when there are several outputs.
@@ -14,44 +15,15 @@ leniently, and its metric scores each output field with the field's own
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import seqio
 
 from crosstask import vocabularies
-from crosstask.tasks.common import layout
+from crosstask.tasks.common import plain
 from crosstask.tasks.common import prompts as prompt_variants
 from crosstask.tasks.common import sources
 from crosstask.tasks.common.schema import Schema
-
-
-def parse_output(output, example=None, is_target=False, *, schema: Schema, outputs, lang) -> dict:
-  """Generated (or target) text -> {field: value}; lenient on malformed text."""
-  del example, is_target
-  return layout.parse_fields(schema, output, outputs, lang)
-
-
-def _score_fields(targets: Sequence[dict], predictions: Sequence[dict], *, schema: Schema,
-                  outputs: Sequence[str]) -> dict:
-  result = {}
-  for f in outputs:
-    fn = schema[f].metric_fn
-    if fn is None:
-      continue
-    empty = schema[f].empty()
-    scores = fn([t[f] for t in targets], [p.get(f, empty) for p in predictions])
-    prefix = f"{f}/" if len(outputs) > 1 else ""
-    result.update({prefix + k: v for k, v in scores.items()})
-  return result
-
-
-def field_metrics(schema: Schema, outputs: Sequence[str]) -> Callable:
-  """One metric fn over parsed {field: value} dicts, scoring each field by its metric_fn."""
-  outputs = schema.check(outputs, "outputs")
-  fn = functools.partial(_score_fields, schema=schema, outputs=outputs)
-  fn.__name__ = f"{schema.name}_field_metrics"  # seqio logs metric fns by name
-  return fn
 
 
 TOKENIZE = (seqio.preprocessors.tokenize, seqio.preprocessors.append_eos_after_trim)
@@ -108,30 +80,17 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
   task for another vocabulary comes from `register_for_vocabulary`.
   `prompt` replaces the arrow prompt in front of the labelled inputs.
   """
-  if lang not in layout.LANGS:
-    raise ValueError(f"lang must be one of {layout.LANGS}, got {lang!r}")
-  inputs, outputs = schema.check(inputs, "inputs"), schema.check(outputs, "outputs")
-  for f in inputs + outputs:
-    schema[f].label(lang)  # a clear error for a field without a label in `lang`
-  if to_example is None:
-    to_example = functools.partial(layout.example, schema, inputs=inputs, outputs=outputs,
-                                   lang=lang, prompt_text=prompt)
-  elif prompt is not None:
-    raise ValueError(f"task {name!r}: give either prompt= or to_example=, not both "
-                     "(a custom to_example writes its own inputs)")
-  if postprocess_fn is None:
-    postprocess_fn = functools.partial(parse_output, schema=schema, outputs=outputs, lang=lang)
-  if metric_fns is None:
-    has_metric = any(schema[f].metric_fn is not None for f in outputs)
-    metric_fns = [field_metrics(schema, outputs)] if has_metric else []
+  spec = plain.arrow(name, schema=schema, inputs=inputs, outputs=outputs, lang=lang,
+                    read_split=read_split, metric_fns=metric_fns, postprocess_fn=postprocess_fn,
+                    to_example=to_example, prompt=prompt)
   return get_or_register_task(
       name,
-      source=sources.records_source(read_split, splits, to_example=to_example,
+      source=sources.records_source(read_split, splits, to_example=spec.to_example,
                                     extra_features=extra_features),
       output_features=text_features(vocabulary),
       preprocessors=[*TOKENIZE, *preprocessors_after_tokenize],
-      postprocess_fn=postprocess_fn,
-      metric_fns=metric_fns,
+      postprocess_fn=spec.postprocess_fn,
+      metric_fns=spec.metric_fns,
       # Seeded by get_dataset(seed=...), so a training order is reproducible.
       shuffle_buffer_size=shuffle_buffer_size,
       register=register)

@@ -9,12 +9,12 @@
   baselines  extractive lower bounds; report: Table 4 / Table 9 beside a run
 
 Registration reads no data: sources open their files only when a dataset is built.
+Where SeqIO is not installed (the GPU image) importing registers nothing (TASKS and
+MIXTURES are empty), so readers, schema and `tasks.plain_task` still import there.
 """
 
-from crosstask.tasks.common import factory as _factory
-from crosstask.tasks.common import registry as _registry
-from crosstask.tasks.csl import scenarios as _scenarios
-from crosstask.tasks.csl import tasks as _tasks
+import importlib.util as _importlib_util
+
 from crosstask.tasks.csl.schema import SCHEMA
 
 
@@ -27,10 +27,19 @@ def register(vocabulary=None) -> list[str]:
   same tasks and mixtures as `<name>.<vocabulary>` (`crosstask.vocabularies.task_name`),
   as the runtime asks when a run's model vocabulary is not bytes.
   """
-  prompt_tasks, prompt_mixtures = _tasks.register_prompt_variants()
-  names = (_tasks.register() + prompt_tasks + _scenarios.register_mixtures()
-           + prompt_mixtures)
-  return _factory.register_for_vocabulary(names, vocabulary)
+  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.common import factory
+  from crosstask.tasks.csl import scenarios
+  from crosstask.tasks.csl import tasks
+  # pylint: enable=g-import-not-at-top
+  prompt_tasks, prompt_mixtures = tasks.register_prompt_variants()
+  names = tasks.register() + prompt_tasks + scenarios.register_mixtures() + prompt_mixtures
+  return factory.register_for_vocabulary(names, vocabulary)
 
 
-TASKS, MIXTURES = _registry.by_kind(register())
+def _register_by_kind() -> tuple[tuple[str, ...], tuple[str, ...]]:
+  from crosstask.tasks.common import registry  # pylint: disable=g-import-not-at-top
+  return registry.by_kind(register())
+
+
+TASKS, MIXTURES = ((), ()) if _importlib_util.find_spec("seqio") is None else _register_by_kind()

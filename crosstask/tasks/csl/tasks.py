@@ -10,6 +10,9 @@ rewriting at inference) come from `csl_task(..., register=False)` on demand.
 Splits: `train`, `validation` (benchmark `dev`), `test`, `full` (full-dataset
 file), and the episode splits of `sampling` (`s<seed>_k<k>`, `s<seed>_meta`,
 `s<seed>_validation`, `s<seed>_test`). Nothing is read until a dataset is built.
+
+`plain_task` is the same task without SeqIO (`common.plain`); this module imports
+SeqIO only when a SeqIO task is built, so the readers and `plain_task` work without it.
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import seqio
-
-from crosstask.tasks.common import factory
 from crosstask.tasks.common import layout
+from crosstask.tasks.common import plain
 from crosstask.tasks.csl import readers
 from crosstask.tasks.csl import sampling
 from crosstask.tasks.csl import schema as S
+
+if TYPE_CHECKING:
+  import seqio
 
 # Larger than the bundled sample and a CSL episode, so those are shuffled whole.
 SHUFFLE_BUFFER_SIZE = 10_000
@@ -107,9 +112,8 @@ def read_split(split: str, *, inputs, outputs) -> list[dict]:
 # --------------------------------------------------------------------------- tasks
 
 
-def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
-             register: bool = True) -> seqio.Task:
-  """The SeqIO task `inputs -> outputs` (identity when inputs == outputs)."""
+def _arrow_arguments(inputs: Sequence[str], outputs: Sequence[str], lang: str) -> dict:
+  """What `csl_task` and `plain_task` of (inputs, outputs, lang) are both built from."""
   if lang not in LANGS:
     raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
   inputs = S.SCHEMA.check(inputs, "inputs")
@@ -117,11 +121,24 @@ def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
   if inputs != outputs and set(inputs) & set(outputs):
     raise ValueError(f"inputs {inputs} and outputs {outputs} overlap; use disjoint sets "
                      "(or equal sets for an identity task)")
-  return factory.arrow_task(
-      task_name(inputs, outputs, lang), schema=S.SCHEMA, inputs=inputs, outputs=outputs,
-      lang=lang, read_split=functools.partial(read_split, inputs=inputs, outputs=outputs),
-      splits=list(SPLIT_FILES) + sampling.episode_splits(),
-      shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, register=register)
+  return dict(name=task_name(inputs, outputs, lang), schema=S.SCHEMA, inputs=inputs,
+              outputs=outputs, lang=lang,
+              read_split=functools.partial(read_split, inputs=inputs, outputs=outputs))
+
+
+def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
+             register: bool = True) -> seqio.Task:
+  """The SeqIO task `inputs -> outputs` (identity when inputs == outputs)."""
+  from crosstask.tasks.common import factory  # pylint: disable=g-import-not-at-top
+  return factory.arrow_task(**_arrow_arguments(inputs, outputs, lang),
+                            splits=list(SPLIT_FILES) + sampling.episode_splits(),
+                            shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, register=register)
+
+
+def plain_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh"
+               ) -> plain.PlainTask:
+  """`csl_task(inputs, outputs, lang)` without SeqIO: the same records, text and metrics."""
+  return plain.arrow(**_arrow_arguments(inputs, outputs, lang))
 
 
 # Prompt variants (`<task>.p<k>`, see common/prompts.py). p0 is the paper's arrow
@@ -140,6 +157,7 @@ def register_prompt_variants(lang: str = "zh") -> tuple[list[str], list[str]]:
 
   Returns (variant task names, mixture names).
   """
+  from crosstask.tasks.common import factory  # pylint: disable=g-import-not-at-top
   names, mixtures = [], []
   for (inputs, outputs), wordings in PROMPT_VARIANTS.items():
     base = task_name(inputs, outputs, lang)

@@ -4,7 +4,7 @@ import pytest
 import seqio
 import tensorflow as tf
 
-from crosstask.tasks.common import factory, sources, testing
+from crosstask.tasks.common import factory, plain, sources, testing
 from crosstask.tasks.common.schema import Field, Schema
 
 
@@ -63,7 +63,7 @@ def test_default_layout_metrics_and_errors():
     task.get_dataset(None, split="missing", shuffle=False)
   target = task.postprocess_fn("Tags: x0,y; Label: a", is_target=True)
   assert target == {"tags": ["x0", "y"], "label": "a"}
-  scores = factory.field_metrics(SCHEMA, ["label", "tags"])([target], [task.postprocess_fn("junk")])
+  scores = plain.field_metrics(SCHEMA, ["label", "tags"])([target], [task.postprocess_fn("junk")])
   assert scores == {"tags/n_items": 0.0, "label/exact": 0.0}
   bad = factory.arrow_task("fact_bad", schema=SCHEMA, inputs=["text"], outputs=["label"], lang="en",
                            read_split=_read, splits=["train"], register=False,

@@ -1,0 +1,96 @@
+"""An arrow task without SeqIO: its examples' text, postprocessor and metrics.
+
+Why: a machine without TensorFlow (the GPU image) still has to run a task's eval-only
+job. `arrow` is where `factory.arrow_task` takes its layout, postprocessor and metrics
+from, so a `PlainTask` and the SeqIO task of the same arguments share them; SeqIO adds
+only tokenizing and tf.data (`crosstask.runtime.data.host_inputs` does that in numpy).
+Imports no TensorFlow or SeqIO.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Sequence
+
+from crosstask.tasks.common import layout
+from crosstask.tasks.common.schema import Schema
+
+
+def parse_output(output, example=None, is_target=False, *, schema: Schema, outputs, lang) -> dict:
+  """Generated (or target) text -> {field: value}; lenient on malformed text."""
+  del example, is_target
+  return layout.parse_fields(schema, output, outputs, lang)
+
+
+def _score_fields(targets: Sequence[dict], predictions: Sequence[dict], *, schema: Schema,
+                  outputs: Sequence[str]) -> dict:
+  result = {}
+  for f in outputs:
+    fn = schema[f].metric_fn
+    if fn is None:
+      continue
+    empty = schema[f].empty()
+    scores = fn([t[f] for t in targets], [p.get(f, empty) for p in predictions])
+    prefix = f"{f}/" if len(outputs) > 1 else ""
+    result.update({prefix + k: v for k, v in scores.items()})
+  return result
+
+
+def field_metrics(schema: Schema, outputs: Sequence[str]) -> Callable:
+  """One metric fn over parsed {field: value} dicts, scoring each field by its metric_fn."""
+  outputs = schema.check(outputs, "outputs")
+  fn = functools.partial(_score_fields, schema=schema, outputs=outputs)
+  fn.__name__ = f"{schema.name}_field_metrics"  # seqio logs metric fns by name
+  return fn
+
+
+@dataclasses.dataclass(frozen=True)
+class PlainTask:
+  """What a SeqIO task of `factory.arrow_task` holds, less its vocabulary and tf.data."""
+  name: str
+  read_split: Callable[[str], Iterable[dict]]
+  to_example: Callable[[dict], dict[str, str]]
+  postprocess_fn: Callable
+  metric_fns: tuple[Callable, ...]
+
+  def examples(self, split: str) -> list[dict[str, str]]:
+    """The split's examples as the SeqIO source lays them out: {"inputs", "targets", ...}."""
+    return [self.to_example(record) for record in self.read_split(split)]
+
+  def score(self, examples: Sequence[dict[str, str]], predictions: Sequence[str]) -> dict:
+    """The task's metrics of `predictions` (decoded text), as seqio.Evaluator computes
+    them: targets and predictions postprocessed, then each metric fn."""
+    targets = [self.postprocess_fn(ex["targets"], example=ex, is_target=True) for ex in examples]
+    parsed = [self.postprocess_fn(p, example=ex, is_target=False)
+              for p, ex in zip(predictions, examples, strict=True)]
+    return {k: v for fn in self.metric_fns for k, v in fn(targets, parsed).items()}
+
+
+def arrow(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Sequence[str],
+          lang: str, read_split: Callable[[str], Iterable[dict]],
+          metric_fns: Sequence[Callable] | None = None, postprocess_fn: Callable | None = None,
+          to_example: Callable[[dict], dict] | None = None,
+          prompt: str | None = None) -> PlainTask:
+  """The task `inputs -> outputs` over `schema` records (`factory.arrow_task`'s arguments).
+
+  Defaults: the arrow layout (`prompt` replacing its prompt text), `parse_output`, and
+  `field_metrics` where an output field has a metric.
+  """
+  if lang not in layout.LANGS:
+    raise ValueError(f"lang must be one of {layout.LANGS}, got {lang!r}")
+  inputs, outputs = schema.check(inputs, "inputs"), schema.check(outputs, "outputs")
+  for f in inputs + outputs:
+    schema[f].label(lang)  # a clear error for a field without a label in `lang`
+  if to_example is None:
+    to_example = functools.partial(layout.example, schema, inputs=inputs, outputs=outputs,
+                                   lang=lang, prompt_text=prompt)
+  elif prompt is not None:
+    raise ValueError(f"task {name!r}: give either prompt= or to_example=, not both "
+                     "(a custom to_example writes its own inputs)")
+  if postprocess_fn is None:
+    postprocess_fn = functools.partial(parse_output, schema=schema, outputs=outputs, lang=lang)
+  if metric_fns is None:
+    has_metric = any(schema[f].metric_fn is not None for f in outputs)
+    metric_fns = [field_metrics(schema, outputs)] if has_metric else []
+  return PlainTask(name, read_split, to_example, postprocess_fn, tuple(metric_fns))

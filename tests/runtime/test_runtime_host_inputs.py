@@ -1,0 +1,160 @@
+"""The eval job's inputs without TensorFlow equal the SeqIO task's: CSL abstract -> title
+through `plain_task`, a plain vocabulary and `host_inputs` gives the same token batches
+as the SeqIO task and its feature converter, the same predictions from a tiny model
+through `Inference`, the same text back and the same metrics; and it all imports with
+TensorFlow and SeqIO absent (the GPU image)."""
+
+import types
+
+import flax.linen as nn
+import jax
+import numpy as np
+import pytest
+import seqio
+
+import runtime_subprocess as rs
+from crosstask import paths
+from crosstask import plain_vocabularies
+from crosstask import vocabularies
+from crosstask.models import model as model_lib
+from crosstask.models.config import TransformerConfig
+from crosstask.models.network import Transformer
+from crosstask.runtime.data import host_inputs
+from crosstask.runtime.data import pipeline
+from crosstask.runtime.predict import inference
+from crosstask.runtime.sharding import partitioning
+from crosstask.tasks.common import factory
+from crosstask.tasks.csl import tasks
+from crosstask.tasks import train_vocab
+
+# Inputs and titles some cut, some padded (bytes and pieces differ in length).
+LENGTHS = {'inputs': 160, 'targets': 20}
+FIELDS = (('abstract',), ('title',), 'zh')
+CFG = TransformerConfig(vocab_size=2048, d_model=32, d_ff=64, num_heads=2, d_kv=16,
+                        num_encoder_layers=1, num_decoder_layers=1, dropout_rate=0.0,
+                        dtype='float32')
+
+
+@pytest.fixture(scope='module')
+def sample_sentencepiece(tmp_path_factory) -> str:
+  """A 2000-piece SentencePiece model of the bundled sample: rare characters as bytes."""
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    texts = [t for ex in tasks.plain_task(*FIELDS).examples('train') for t in ex.values()]
+  return train_vocab.train(texts, str(tmp_path_factory.mktemp('sp') / 'plain_inputs_sp'),
+                           vocab_size=2000, character_coverage=0.98)
+
+
+def _seqio_side(vocab_name: str, split: str):
+  """(the task's examples as SeqIO gives them, its converted features, the task)."""
+  vocab = vocabularies.get(vocab_name)
+  (name,) = factory.register_for_vocabulary([tasks.csl_task(*FIELDS).name], vocab)
+  task = seqio.get_mixture_or_task(name)
+  task_ds = task.get_dataset(LENGTHS, split=split, shuffle=False, num_epochs=1).cache()
+  model_ds = pipeline.feature_converter(pack=False)(task_ds, LENGTHS)
+  rows = list(model_ds.as_numpy_iterator())
+  feats = {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+  return list(task_ds.as_numpy_iterator()), feats, model_ds, task
+
+
+def _same_batches(vocab_name: str, split: str):
+  examples, want, model_ds, task = _seqio_side(vocab_name, split)
+  plain = tasks.plain_task(*FIELDS)
+  texts = plain.examples(split)
+  assert [(t['inputs'], t['targets']) for t in texts] == [
+      (e['inputs_pretokenized'].decode(), e['targets_pretokenized'].decode()) for e in examples]
+  got = host_inputs.features(texts, plain_vocabularies.get(vocab_name), LENGTHS)
+  assert sorted(got) == sorted(want)
+  for key, value in want.items():
+    assert got[key].dtype == value.dtype and got[key].shape == value.shape, key
+    np.testing.assert_array_equal(got[key], value, err_msg=key)
+  return plain, texts, got, model_ds, task
+
+
+def _vocabularies(sentencepiece: str, official: bool) -> list[str]:
+  names = [vocabularies.BYTES, sentencepiece]
+  root = paths.data_dir()
+  if official and root is not None and (root / 'vocab' / 'sentencepiece_cn.model').is_file():
+    names.append(str(root / 'vocab' / 'sentencepiece_cn.model'))  # LongLM's, on the GPU
+  return names
+
+
+def test_the_token_batches_equal_the_seqio_tasks_on_the_sample(sample_sentencepiece):
+  ends = set()
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    for name in _vocabularies(sample_sentencepiece, official=False):
+      _, _, got, _, _ = _same_batches(name, 'validation')
+      ends.update(('inputs', int(t)) for t in got['encoder_input_tokens'][:, -1])
+      ends.update(('targets', int(t)) for t in got['decoder_target_tokens'][:, -1])
+  # Both features seen cut (EOS last) and padded (0 last): trimming and padding checked.
+  assert ends == {(k, end) for k in ('inputs', 'targets') for end in (0, 1)}
+
+
+def test_the_token_batches_equal_the_seqio_tasks_on_the_official_split(
+    official_data, sample_sentencepiece):
+  for name in _vocabularies(sample_sentencepiece, official=True)[1:]:
+    _same_batches(name, 'validation')
+
+
+def test_predictions_text_and_metrics_equal_the_seqio_jobs(sample_sentencepiece):
+  vocab = types.SimpleNamespace(eos_id=1, vocab_size=CFG.vocab_size)
+  model = model_lib.EncoderDecoderModel(Transformer(CFG), vocab, vocab)
+  boxed = model.get_initial_variables(jax.random.key(0), {
+      'encoder_input_tokens': (1, LENGTHS['inputs']),
+      'decoder_input_tokens': (1, LENGTHS['targets'])})['params']
+  params = nn.unbox(boxed)
+  partitioner = partitioning.Partitioner(devices=jax.devices()[:1])
+  # 30 examples: three batches of 8 and one of 6, padded.
+  runner = inference.Inference(model, partitioner, partitioner.logical_to_sharding(boxed),
+                               batch_size=8)
+  written = []
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    for name in (vocabularies.BYTES, sample_sentencepiece):
+      plain, texts, feats, model_ds, task = _same_batches(name, 'validation')
+      want, want_aux = runner.predict_with_aux(params, model_ds.enumerate())
+      got, got_aux = runner.predict_batches(params, host_inputs.batches(feats, 8))
+      assert got == want and got_aux == want_aux
+      assert len(got) == len(got_aux['scores']) == len(texts) == 30
+      vocab, plain_vocab = task.output_features['targets'].vocabulary, plain_vocabularies.get(name)
+      decoded = [plain_vocab.decode(tokens) for _, tokens in got]
+      assert decoded == [vocab.decode(tokens) for _, tokens in want]
+      titles = [plain_vocab.decode(row.tolist()) for row in feats['decoder_target_tokens']]
+      assert titles == [vocab.decode(row.tolist()) for row in feats['decoder_target_tokens']]
+      written.append(any(decoded))
+      targets = [task.postprocess_fn(t['targets'], is_target=True) for t in texts]
+      for outputs in (decoded, titles):  # the model's, and the titles cut to 20 tokens
+        predictions = [task.postprocess_fn(p) for p in outputs]
+        assert plain.score(texts, outputs) == {
+            k: v for fn in task.metric_fns for k, v in fn(targets, predictions).items()}
+      assert 0 < plain.score(texts, titles)['rougeL'] < 100
+  assert written[1]  # the pieces' decode compared is of text, not only of nothing
+
+
+def test_decoding_equals_seqios_past_eos_and_past_the_vocabulary(sample_sentencepiece):
+  for name in (vocabularies.BYTES, sample_sentencepiece):
+    vocab, plain_vocab = vocabularies.get(name), plain_vocabularies.get(name)
+    ids = plain_vocab.encode('连铸坯 center 偏析')
+    assert ids == list(vocab.encode('连铸坯 center 偏析')) and plain_vocab.vocab_size == vocab.vocab_size
+    size = vocab.vocab_size
+    for row in (ids, ids + [1] + ids, ids[:2] + [size, size + 40] + ids[2:] + [1, size], [1], []):
+      assert plain_vocab.decode(row) == vocab.decode(row), (name, row)
+    assert plain_vocab.decode(ids + [1] + ids) == plain_vocab.decode(ids) != ''
+
+
+def test_the_plain_path_imports_and_runs_without_tensorflow_or_seqio(sample_sentencepiece):
+  code = ("import sys; sys.modules['tensorflow'] = None; sys.modules['seqio'] = None\n"
+          "from crosstask import paths, plain_vocabularies\n"
+          "from crosstask.runtime.data import host_inputs\n"
+          "import crosstask.runtime.predict.inference\n"
+          "import crosstask.tasks.csl as csl\n"
+          "from crosstask.tasks.csl import tasks\n"
+          "assert csl.TASKS == () and csl.SCHEMA.name == 'csl'\n"
+          "with paths.use_data_dir(paths.SAMPLE_DIR):\n"
+          "  task = tasks.plain_task(('abstract',), ('title',), 'zh')\n"
+          "  texts = task.examples('validation')\n"
+          f"vocab = plain_vocabularies.get({sample_sentencepiece!r})\n"
+          "feats = host_inputs.features(texts, vocab, {'inputs': 160, 'targets': 20})\n"
+          "titles = [vocab.decode(r.tolist()) for r in feats['decoder_target_tokens']]\n"
+          "print(len(texts), task.score(texts, titles)['rougeL'] > 50)\n")
+  res = rs.run([rs.sys.executable, '-c', code], timeout=120)
+  assert res.returncode == 0, res.stderr[-2000:]
+  assert res.stdout.split() == ['30', 'True']
