@@ -28,6 +28,7 @@ import numpy as np
 from crosstask import records
 from crosstask import vocabularies
 from crosstask.results import bootstrap
+from crosstask.runtime.config import saved_run
 
 FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
 
@@ -136,14 +137,10 @@ def read_inferences(path: str | os.PathLike, task: str | None = None,
 def _config_vocabulary(path: pathlib.Path) -> str | None:
   """VOCABULARY_PATH of the run that wrote `path`: infer's config beside it, or the
   training run's above its inference_eval/ folder."""
-  from crosstask.results import runs  # pylint: disable=g-import-not-at-top
   for folder in (path.parent, path.parent.parent):
-    for name in runs.CONFIG_FILES:
-      if (folder / name).is_file():
-        value = runs.config_macros([(folder / name).read_text(encoding="utf-8")]).get(
-            "VOCABULARY_PATH")
-        if value not in (None, "None"):
-          return value
+    value = saved_run.saved_macros(folder).get("VOCABULARY_PATH", "None")
+    if value != "None":
+      return saved_run.plain(value)
   return None
 
 

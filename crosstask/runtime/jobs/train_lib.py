@@ -29,6 +29,7 @@ from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.report import progress
 from crosstask.runtime.jobs import restoring
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.config import saved_run
 from crosstask.runtime.state import trainer as trainer_lib
 
 
@@ -96,7 +97,7 @@ def train(*,
                                   'infer_eval': infer_eval_dataset_cfg},
                         num_microbatches=num_microbatches)
   if report_guard is not None:  # The tasks are registered now.
-    trained = [run.dataset('train').mixture_or_task_name] + restoring.trained_on(
+    trained = [run.dataset('train').mixture_or_task_name] + saved_run.trained_on(
         restore_checkpoint_cfg.path if restore_checkpoint_cfg else None)
     for role in ('train_eval', 'infer_eval'):
       cfg = run.dataset(role)
