@@ -137,7 +137,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   checkpoint_cfg, restore_checkpoint_cfg = job.checkpoint_cfg, job.restore_checkpoint_cfg
   eval_period = job.eval_period
   tx, schedule = job.optimizer_fn(param_axes=run.param_axes)
-  trainer = trainer_lib.Trainer.for_run(run, tx, schedule)
+  trainer = trainer_lib.Trainer(run, tx, schedule)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
   job.summarize_config_fn(model_dir, writer, 0)
