@@ -91,14 +91,12 @@ def row_check(lengths: Lengths) -> dict[str, Any]:
           'errors': results, 'worst_rel_err': worst, 'ok': worst < 2e-2}
 
 
-def optimizer(name: str, net, shapes):
-  """(tx, schedule): T5X's Adafactor (factored by `net`'s logical axes) or optax's AdamW,
+def optimizer(name: str, run):
+  """(tx, schedule): T5X's Adafactor (factored by the run's logical axes) or optax's AdamW,
   constant rate 1e-3."""
   from crosstask.runtime.state import optimizers
-  from crosstask.runtime.config import run as run_lib
   fn = optimizers.adafactor if name == 'adafactor' else optimizers.adamw
-  return optimizers.create_optimizer(fn, learning_rate=1e-3,
-                                     param_axes=run_lib.param_logical_axes(net, shapes))
+  return optimizers.create_optimizer(fn, learning_rate=1e-3, param_axes=run.param_axes)
 
 
 def row_config(row: gpu_spec.Row, **overrides: Any):
@@ -109,17 +107,18 @@ def row_config(row: gpu_spec.Row, **overrides: Any):
 
 def train_workload(row: gpu_spec.Row, lengths: Lengths):
   """(Trainer, packed batch on the host) of a train row: T5X's loss with z-loss, the
-  row's optimizer, one default Partitioner."""
+  row's optimizer, one default Partitioner, resolved into a Run as `crosstask.train`
+  resolves its own."""
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
-  from crosstask.runtime.sharding import partitioning
+  from crosstask.runtime.config import run as run_lib
   from crosstask.runtime.state import trainer as trainer_lib
   cfg = row_config(row, attention=row.attention, remat_policy=row.remat)
-  net = EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4)
+  run = run_lib.resolve(EncoderDecoderModel(Transformer(cfg), None, None, z_loss=1e-4),
+                        batch_size=row.batch, pack=True,
+                        lengths={'inputs': lengths.inputs, 'targets': lengths.targets})
   data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
-  shapes = {k: v.shape for k, v in data.items()}
-  tx, schedule = optimizer(row.optimizer, net, shapes)
-  return trainer_lib.Trainer(net, partitioning.Partitioner(), tx, schedule, shapes), data
+  return trainer_lib.Trainer(run, *optimizer(row.optimizer, run)), data
 
 
 def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:

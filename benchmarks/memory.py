@@ -75,19 +75,17 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
   from crosstask.runtime.state import optimizers
-  from crosstask.runtime.sharding import partitioning
   from crosstask.runtime.config import run as run_lib
   from crosstask.runtime.state import trainer as trainer_lib
 
   config = gin_models.config_from_gin(model_gin,
                                    [f"config.TransformerConfig.remat_policy = '{policy}'"])
-  model = EncoderDecoderModel(Transformer(config), None, None)
-  shapes = {"encoder_input_tokens": (batch, length), "decoder_input_tokens": (batch, length)}
-  tx, schedule = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
-  trainer = trainer_lib.Trainer(
-      model, partitioning.Partitioner(), tx, schedule, shapes,
-      profile=platform.profile(train_compiler_options=SCHEDULERS[scheduler]))
+  run = run_lib.resolve(EncoderDecoderModel(Transformer(config), None, None),
+                        batch_size=batch, lengths={"inputs": length, "targets": length},
+                        profile=platform.profile(train_compiler_options=SCHEDULERS[scheduler]))
+  tx, schedule = optimizers.create_optimizer(optimizers.adafactor, 1e-3,
+                                             param_axes=run.param_axes)
+  trainer = trainer_lib.Trainer(run, tx, schedule)
   tokens = jax.ShapeDtypeStruct((batch, length), jnp.int32)
   batch_spec = {"encoder_input_tokens": tokens, "decoder_input_tokens": tokens,
                 "decoder_target_tokens": tokens}

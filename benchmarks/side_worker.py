@@ -182,8 +182,8 @@ class CrosstaskSide(_Side):
     from crosstask.models import hf_import
     from crosstask.models.model import EncoderDecoderModel
     from crosstask.models.network import Transformer
-    from crosstask.runtime.sharding import partitioning
     from crosstask.runtime.config import platform
+    from crosstask.runtime.config import run as run_lib
     from crosstask.runtime.state import trainer as trainer_lib
 
     config, params = hf_import.load_hf_checkpoint(checkpoint, dtype="float32")
@@ -200,12 +200,13 @@ class CrosstaskSide(_Side):
     if workload["kind"] in ("train", "train_batches"):
       model = EncoderDecoderModel(Transformer(config), vocab, vocab, z_loss=0.0,
                                   loss_normalizing_factor="NUM_REAL_TARGET_TOKENS")
-      tx = optax.adamw(LR, weight_decay=WEIGHT_DECAY)
-      shapes = {k: v.shape for k, v in batch.items()}
-      trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx,
-                                    optax.constant_schedule(LR), shapes,
-                                    profile=platform.profile(
-                                        train_compiler_options=workload.get("compiler_options")))
+      rows, inputs = batch["encoder_input_tokens"].shape
+      run = run_lib.resolve(model, batch_size=rows, lengths={
+          "inputs": inputs, "targets": batch["decoder_target_tokens"].shape[1]},
+                            profile=platform.profile(
+                                train_compiler_options=workload.get("compiler_options")))
+      trainer = trainer_lib.Trainer(run, optax.adamw(LR, weight_decay=WEIGHT_DECAY),
+                                    optax.constant_schedule(LR))
       state = trainer.state_from_params(jax.device_put(params))
       del params  # As the runtime: the imported weights live on only in the state.
       rng = jax.random.key(0)

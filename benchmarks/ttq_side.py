@@ -61,6 +61,7 @@ class CrosstaskSide:
     from crosstask.models.model import EncoderDecoderModel
     from crosstask.models.network import Transformer
     from crosstask.runtime.state import optimizers
+    from crosstask.runtime.config import run as run_lib
     from crosstask.runtime.sharding import partitioning
     from crosstask.runtime.state import trainer as trainer_lib
     self.jax = jax
@@ -70,22 +71,21 @@ class CrosstaskSide:
     # Mapped for the final config: scanned layer stacks take the stacked layout.
     params = hf_import.params_from_hf_tensors(config, hf_import.read_tensors(folder))
     # One device: a test session fakes 8 CPU devices; the benchmark is one chip.
-    self.partitioner = partitioning.Partitioner(num_partitions=1, devices=jax.devices()[:1])
-    profile = platform.for_mesh(self.partitioner.mesh)
-    platform.apply(profile)
-    model = platform.resolve_model(
+    resolved = run_lib.resolve(
         EncoderDecoderModel(Transformer(config), None, None, z_loss=0.0,
-                            loss_normalizing_factor="NUM_REAL_TARGET_TOKENS"), profile)
+                            loss_normalizing_factor="NUM_REAL_TARGET_TOKENS"),
+        partitioning.Partitioner(num_partitions=1, devices=jax.devices()[:1]),
+        batch_size=run["batch"],
+        lengths={"inputs": run["inputs_length"], "targets": run["targets_length"]})
+    platform.apply(resolved.profile)
+    self.partitioner, model = resolved.partitioner, resolved.model
     self.config = model.module.config
     opt = run["optimizer"]
     schedule = optimizers.linear_decay(base_learning_rate=opt["lr"], total_steps=run["steps"],
                                        warmup_steps=opt["warmup_steps"])
     tx = optimizers.adamw(learning_rate=schedule, b1=opt["b1"], b2=opt["b2"], eps=opt["eps"],
                           weight_decay=opt["weight_decay"])
-    shapes = {"encoder_input_tokens": (run["batch"], run["inputs_length"]),
-              "decoder_input_tokens": (run["batch"], run["targets_length"])}
-    self.trainer = trainer_lib.Trainer(model, self.partitioner, tx, schedule, shapes,
-                                       profile=profile)
+    self.trainer = trainer_lib.Trainer(resolved, tx, schedule)
     self.state = self.trainer.state_from_params(jax.device_put(params, jax.devices()[0]))
     self.rng = jax.random.key(0)
     self.losses = []

@@ -7,9 +7,9 @@ task registered with a vocabulary keeps it whatever gin config is parsed later.
 Task names carry their vocabulary: plain names (`csl_zh_abstract_to_title`) are
 tokenized with bytes, and `task_name(name, vocabulary)` is the name of the same task
 for another one (`csl_zh_abstract_to_title.sentencepiece_cn`), registered on demand by
-the benchmark's `register(vocabulary)`. The runtime asks for that name when the
-model's vocabulary is not bytes, and refuses a run whose task and model vocabularies
-differ.
+the benchmark's `register(vocabulary)` (its `register_vocabulary` hook). The runtime
+asks for that name when the model's vocabulary is not bytes, and refuses a run whose
+task and model vocabularies differ.
 
 Model gin files bind `VOCABULARY = @vocabularies.model_vocabulary()` with
 `vocabularies.model_vocabulary.path = %VOCABULARY_PATH` (None: bytes), through gin's

@@ -276,10 +276,11 @@ def _saved():
           num_decoder_layers=1, activations=('gelu', 'linear'), dtype='float32')
       model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
                                             seqio.ByteVocabulary())
-      shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
-      tx, sched = optimizers.create_optimizer(
-          optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
-      return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes), cfg
+      run = run_lib.resolve(model, partitioning.Partitioner(), batch_size=8,
+                            lengths={'inputs': 16, 'targets': 16})
+      tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3,
+                                              param_axes=run.param_axes)
+      return trainer_lib.Trainer(run, tx, sched), cfg
     trainer, cfg = make(32)
     state = trainer.init_state(0)
     model_dir = scratch('ckpt')

@@ -372,6 +372,12 @@ def temperature_sample(
           final.log_probs.reshape(batch, num_decodes))
 
 
+# The decoder_params a model starts from when its config gives none (the decoding
+# function's declaration, read by `EncoderDecoderModel`): temperature 0, so a model
+# decodes greedily unless its config asks it to sample, as T5X evaluates.
+temperature_sample.model_defaults = {"temperature": 0.0}
+
+
 def greedy(prompt: jnp.ndarray, cache: PyTree,
            tokens_to_logits: TokensToLogits, *, eos_id: int,
            max_decode_len: int, min_length: int = 0,

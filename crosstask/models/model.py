@@ -52,10 +52,10 @@ class EncoderDecoderModel:
     self.loss_normalizing_factor = loss_normalizing_factor
     self.decode_fn = decode_fn
     self._decode_args = set(inspect.signature(decode_fn).parameters)
-    # Greedy unless told otherwise: temperature 0 turns temperature_sample into argmax.
-    if default_decoder_params is None and "temperature" in self._decode_args:
-      default_decoder_params = {"temperature": 0.0}
-    self.default_decoder_params = dict(default_decoder_params or {})
+    # None: the defaults the decoding function declares (temperature_sample's: greedy).
+    if default_decoder_params is None:
+      default_decoder_params = getattr(decode_fn, "model_defaults", {})
+    self.default_decoder_params = dict(default_decoder_params)
 
   @property
   def eos_id(self) -> int:

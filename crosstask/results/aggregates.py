@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from crosstask import records as R
 from crosstask.results.columns import R_SCIREPEVAL, Column, Row, Value
-from crosstask.results.runs import CONFIG_FILES, Run, config_macros
+from crosstask.results.runs import Run
+from crosstask.runtime.config import saved_run
 from crosstask.tasks.common import report as common_report
 
 def _by_split(run: Run) -> dict[str, dict[str, R.Record]]:
@@ -133,9 +134,8 @@ def _csl_setting(run: Run) -> str | None:
     return "few"
   ckpt = pathlib.Path(start)
   model_dir = ckpt.parent if ckpt.name.startswith("checkpoint_") else ckpt
-  texts = [(model_dir / n).read_text(encoding="utf-8") for n in CONFIG_FILES
-           if (model_dir / n).is_file()][:1]
-  return "+meta" if config_macros(texts).get("STAGE") == "meta" else "few"
+  stage = saved_run.saved_macros(model_dir).get("STAGE")
+  return "+meta" if stage is not None and saved_run.plain(stage) == "meta" else "few"
 
 
 def _csl_episodes(row: Row):

@@ -28,6 +28,8 @@ import numpy as np
 from crosstask import records
 from crosstask import vocabularies
 from crosstask.results import bootstrap
+from crosstask.runtime.config import saved_run
+from crosstask.runtime.data import pipeline
 
 FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
 
@@ -136,14 +138,10 @@ def read_inferences(path: str | os.PathLike, task: str | None = None,
 def _config_vocabulary(path: pathlib.Path) -> str | None:
   """VOCABULARY_PATH of the run that wrote `path`: infer's config beside it, or the
   training run's above its inference_eval/ folder."""
-  from crosstask.results import runs  # pylint: disable=g-import-not-at-top
   for folder in (path.parent, path.parent.parent):
-    for name in runs.CONFIG_FILES:
-      if (folder / name).is_file():
-        value = runs.config_macros([(folder / name).read_text(encoding="utf-8")]).get(
-            "VOCABULARY_PATH")
-        if value not in (None, "None"):
-          return value
+    value = saved_run.saved_macros(folder).get("VOCABULARY_PATH", "None")
+    if value != "None":
+      return saved_run.plain(value)
   return None
 
 
@@ -152,7 +150,7 @@ def resolve_task(name: str, path: pathlib.Path, module: str, vocabulary: str | N
   non-byte run writes) is registered first with the run's vocabulary, as the runtime does."""
   import importlib  # pylint: disable=g-import-not-at-top
   import seqio  # pylint: disable=g-import-not-at-top
-  loaded = importlib.import_module(module)
+  importlib.import_module(module)  # registers its tasks
   base = vocabularies.base_task_name(name)
   if name not in seqio.TaskRegistry.names() and base != name:
     vocabulary = vocabulary or _config_vocabulary(path)
@@ -164,9 +162,7 @@ def resolve_task(name: str, path: pathlib.Path, module: str, vocabulary: str | N
     if vocabularies.task_name(base, vocab) != name:
       raise ValueError(f"{path}: {vocabulary} registers {base!r} as "
                        f"{vocabularies.task_name(base, vocab)!r}, not {name!r}")
-    register = getattr(loaded, "register", None)
-    if callable(register) and "vocabulary" in inspect.signature(register).parameters:
-      register(vocabulary=vocab)
+    pipeline.register_vocabulary(module, vocab)
   try:
     task = seqio.get_mixture_or_task(name)
   except ValueError as e:

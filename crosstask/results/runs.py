@@ -1,9 +1,9 @@
 """A run folder as the results table sees it: its records, its model and its seed.
 
 A run's number for a task is its latest step's (or a chosen step's), per task and
-split. What model and seed made it comes from the `operative_config.gin` beside
-the records (an eval run's config names the checkpoint; the training config
-beside that names the seed): runs whose config lines differ only in seeds and
+split. What model and seed made it comes from the configuration saved beside the
+records (`saved_run.CONFIG_FILES`; an eval run's config names the checkpoint, the
+training config beside that names the seed): runs whose config lines differ only in seeds and
 paths are seeds of one model.
 """
 
@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from crosstask import records as R
+from crosstask.runtime.config import saved_run
 
-CONFIG_FILES = ("operative_config.gin", "config.gin")
 # Lines of a run's config that do not make it a different model: where it lives, its seed.
 _NOT_MODEL = re.compile(r"seed|MODEL_DIR|OUTPUT_DIR|CHECKPOINT_PATH|model_dir|output_dir|"
                         r"^\s*path = ", re.I)
@@ -36,21 +36,21 @@ class Run:
 
 
 def _config_texts(run_dir: pathlib.Path) -> list[str]:
-  texts = []
-  for name in CONFIG_FILES:
-    for path in sorted(run_dir.rglob(name)):
-      texts.append(path.read_text(encoding="utf-8", errors="replace"))
-    if texts:
-      break
-  # An eval run's config names the checkpoint; the training config beside it names the seed.
+  folders = sorted({p.parent for name in saved_run.CONFIG_FILES for p in run_dir.rglob(name)})
+  texts = [saved_run.config_file(f).read_text(encoding="utf-8", errors="replace")
+           for f in folders]
+  # An eval run's config names the checkpoint, a fine-tuning run's its start: the
+  # training config beside that names the seed (and the model started from).
   for text in list(texts):
-    for match in re.finditer(r"CHECKPOINT_PATH = ['\"]([^'\"]+)['\"]", text):
-      ckpt = pathlib.Path(match[1])
+    macros = saved_run.macros(text)
+    for name in ("CHECKPOINT_PATH", "INITIAL_CHECKPOINT_PATH"):
+      if macros.get(name, "None") == "None":
+        continue
+      ckpt = pathlib.Path(saved_run.plain(macros[name]))
       model_dir = ckpt.parent if ckpt.name.startswith("checkpoint_") else ckpt
-      for name in CONFIG_FILES:
-        if (model_dir / name).is_file() and model_dir.resolve() != run_dir.resolve():
-          texts.append((model_dir / name).read_text(encoding="utf-8", errors="replace"))
-          break
+      found = saved_run.config_file(model_dir)
+      if found is not None and model_dir.resolve() != run_dir.resolve():
+        texts.append(found.read_text(encoding="utf-8", errors="replace"))
   return texts
 
 
@@ -63,13 +63,12 @@ def _int_binding(texts: Sequence[str], *names: str) -> int | None:
   return None
 
 
-def config_macros(texts: Sequence[str]) -> dict[str, str]:
-  """Top-level macros (`NAME = value`) of the configs, the first file's value winning."""
+def _config_macros(texts: Sequence[str]) -> dict[str, str]:
+  """Top-level macros of the configs as plain strings, the first file's value winning."""
   out: dict[str, str] = {}
   for text in texts:
-    text = re.sub(r"\\\n\s*", "", text)  # gin wraps a long value after a backslash
-    for match in re.finditer(r"^([A-Z][A-Z0-9_]*) = (.+?)\s*$", text, re.M):
-      out.setdefault(match[1], match[2].strip("'\""))
+    for name, value in saved_run.macros(text).items():
+      out.setdefault(name, saved_run.plain(value))
   return out
 
 
@@ -127,7 +126,7 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
                  if (m := _model_line(line)) is not None]
   config_key = (hashlib.sha256("\n".join(model_lines).encode()).hexdigest()[:12]
                 if texts else f"path:{folder.resolve()}")
-  macros = config_macros(texts)
+  macros = _config_macros(texts)
   seed = _seed(macros)
   if seed is None:
     found = _int_binding(texts, "random_seed")

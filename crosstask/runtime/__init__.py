@@ -21,7 +21,8 @@ no cycle among them):
   config/    what a job runs with
     run           the Run every job resolves once at its start: model for the platform,
                   tasks for its vocabulary, batch checked, abstract parameters and key
-    saved_run     `--run_dir`: eval and infer start from a trained run's saved config
+    saved_run     a trained run's saved config: `--run_dir` starts eval and infer from it;
+                  the one reader of its macros (what a checkpoint was trained on)
     gin_utils     flag parsing, search paths, errors naming their file
     model_gin     a model gin file -> config / model / parameter count
     platform      per-platform profiles (CPU, GPU, TPU): XLA options, PRNG, allocator,

@@ -10,3 +10,8 @@ IMPORTED = tuple(importlib.import_module(f"crosstask.tasks.{name}") for name in 
 def register(vocabulary=None) -> list[str]:
   """Every benchmark's tasks and mixtures for `vocabulary` (None: the plain names)."""
   return [name for module in IMPORTED for name in module.register(vocabulary)]
+
+
+# The runtime's hook (`runtime.data.pipeline.register_vocabulary`): a run whose model
+# reads another vocabulary reads these tasks as registered for it.
+register_vocabulary = register

@@ -197,3 +197,16 @@ def test_bad_inputs_name_the_parameter(params):
       _model().predict_batch(params, batch, decoder_params={name: value})
   with pytest.raises(ValueError, match="input_shapes.*decoder_input_tokens"):
     _model().get_initial_variables(jax.random.PRNGKey(0), {"encoder_input_tokens": (1, 4)})
+
+
+def test_a_model_starts_from_the_decoder_params_its_decoding_function_declares(params):
+  """Greedy by default (temperature_sample declares temperature 0); beam search declares
+  none; a config's own defaults win."""
+  assert _model().default_decoder_params == {"temperature": 0.0}
+  beam = EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB, decode_fn=decoding.beam_search)
+  assert beam.default_decoder_params == {}
+  assert _model(default_decoder_params={}).default_decoder_params == {}
+  batch = _batch(4, dec_len=8)
+  greedy = _model().predict_batch(params, batch, jax.random.PRNGKey(5))
+  want = _model(decode_fn=decoding.greedy).predict_batch(params, batch)
+  np.testing.assert_array_equal(greedy, want)

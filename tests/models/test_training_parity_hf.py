@@ -147,15 +147,18 @@ def _optimizers(name: str, size: str, param_axes):
                                       eps=ADAMW["eps"], weight_decay=ADAMW["weight_decay"]))
 
 
-def _crosstask_losses(config, params, tx, batches) -> np.ndarray:
+def _crosstask_run(config) -> run_lib.Run:
   model = model_lib.EncoderDecoderModel(network.Transformer(config), None, None, z_loss=0.0,
                                         loss_normalizing_factor="NUM_REAL_TARGET_TOKENS")
-  shapes = {"encoder_input_tokens": (BATCH, ENC_LEN), "decoder_input_tokens": (BATCH, DEC_LEN)}
   # One device: the test session fakes 8 CPU devices, and splitting 8 rows over them
   # only adds cross-device sums on 2 cores.
   partitioner = partitioning.Partitioner(num_partitions=1, devices=jax.devices()[:1])
-  trainer = trainer_lib.Trainer(model, partitioner, tx,
-                                lambda step: 0.0, shapes)
+  return run_lib.resolve(model, partitioner, batch_size=BATCH,
+                         lengths={"inputs": ENC_LEN, "targets": DEC_LEN})
+
+
+def _crosstask_losses(run, params, tx, batches) -> np.ndarray:
+  trainer = trainer_lib.Trainer(run, tx, lambda step: 0.0)
   state = trainer.state_from_params(jax.tree.map(jnp.asarray, params))
   losses = []
   for batch in batches:
@@ -228,12 +231,12 @@ def test_loss_curve_matches_hf(tmp_path, size, optimizer):
   params = model.get_initial_variables(jax.random.key(0), shapes)
   params = jax.device_get(nn.meta.unbox(params["params"]))
   folder = hf_import.save_hf_checkpoint(tmp_path / "init", config, params)
-  ours_tx, hf_optimizer = _optimizers(optimizer, size,
-                                      run_lib.param_logical_axes(model, shapes))
+  run = _crosstask_run(config)
+  ours_tx, hf_optimizer = _optimizers(optimizer, size, run.param_axes)
   batches = _batches()
 
   want = _hf_losses(_hf_model(folder), hf_optimizer, batches)
-  got = _crosstask_losses(config, params, ours_tx, batches)
+  got = _crosstask_losses(run, params, ours_tx, batches)
 
   # Training happened: the curve falls, so agreement is not two flat lines.
   assert want[-5:].mean() < want[:5].mean() - 0.3, want

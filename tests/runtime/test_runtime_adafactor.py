@@ -166,20 +166,20 @@ def test_a_state_built_outside_the_trainer_from_explicit_axes_restores_into_it(t
       num_decoder_layers=1, activations=('gelu', 'linear'), dtype='float32')
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
-  axes = run_lib.param_logical_axes(model, shapes)
-  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=axes,
+  run = run_lib.resolve(model, partitioning.Partitioner(), batch_size=8,
+                        lengths={'inputs': 16, 'targets': 16})
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes,
                                           grad_clip_norm=1.0)
-  params = nn.unbox(model.get_initial_variables(jax.random.key(0), shapes)['params'])
+  params = nn.unbox(model.get_initial_variables(jax.random.key(0), run.input_shapes)['params'])
   outside = {'step': jnp.zeros((), jnp.int32), 'params': params, 'opt_state': tx.init(params)}
   # The attention kernels [128 embed, 4 heads, 32 kv] are factored by T5X's rules (embed
   # rows, heads x kv = 128 columns); optax's two-largest-dimensions rule leaves them whole.
   query = outside['opt_state'][1].v_row['encoder']['layers_0']['attention']['query']
   assert query.shape == (128, 1, 1)
 
-  tx2, _ = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=axes,
+  tx2, _ = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes,
                                        grad_clip_norm=1.0)
-  trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx2, sched, shapes)
+  trainer = trainer_lib.Trainer(run, tx2, sched)
   mgr = checkpoints.manager(str(tmp_path))
   checkpoints.save(mgr, 0, outside, batches_consumed=0)
   mgr.wait_until_finished()

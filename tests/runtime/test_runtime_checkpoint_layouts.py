@@ -17,7 +17,7 @@ from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import trainer as trainer_lib
 from crosstask.runtime.config import run as run_lib
 
-SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+LENGTHS = {'inputs': 16, 'targets': 16}
 CFG = config_lib.TransformerConfig(
     vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=2,
     num_decoder_layers=3, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
@@ -27,10 +27,10 @@ def _trainer(scan_layers: bool) -> trainer_lib.Trainer:
   vocab = seqio.ByteVocabulary()
   cfg = dataclasses.replace(CFG, scan_layers=scan_layers)
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, SHAPES))
-  return trainer_lib.Trainer(model, partitioning.Partitioner(num_partitions=2), tx, sched,
-                             SHAPES)
+  run = run_lib.resolve(model, partitioning.Partitioner(num_partitions=2), batch_size=8,
+                        lengths=LENGTHS)
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes)
+  return trainer_lib.Trainer(run, tx, sched)
 
 
 @pytest.mark.parametrize('saved_scanned', [pytest.param(False, marks=pytest.mark.slow), True])

@@ -23,6 +23,7 @@ from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.state import optimizers
 from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import trainer as trainer_lib
+from crosstask.runtime.config import platform
 from crosstask.runtime.config import run as run_lib
 
 _ASYNC_KILLED = textwrap.dedent('''
@@ -79,17 +80,17 @@ def test_async_save_killed_before_commit_is_never_restored(tmp_path):
   assert not (model_dir / leftovers[0]).exists()  # The restarted manager cleared it.
 
 
-def _trainer(**trainer_kwargs) -> tuple[trainer_lib.Trainer, config_lib.TransformerConfig]:
+def _trainer(profile: platform.Profile | None = None,
+             **trainer_kwargs) -> tuple[trainer_lib.Trainer, config_lib.TransformerConfig]:
   cfg = config_lib.TransformerConfig(
       vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
       num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
-  tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
-  return trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes,
-                             **trainer_kwargs), cfg
+  run = run_lib.resolve(model, partitioning.Partitioner(), batch_size=8,
+                        lengths={'inputs': 16, 'targets': 16}, profile=profile)
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes)
+  return trainer_lib.Trainer(run, tx, sched, **trainer_kwargs), cfg
 
 
 class _Payload:

@@ -16,7 +16,7 @@ from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import trainer as trainer_lib
 from crosstask.runtime.config import run as run_lib
 
-SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+LENGTHS = {'inputs': 16, 'targets': 16}
 
 
 def _config(d_model: int = 32) -> config_lib.TransformerConfig:
@@ -29,10 +29,10 @@ def _trainer(d_model: int = 32) -> trainer_lib.Trainer:
   cfg = _config(d_model)
   vocab = seqio.ByteVocabulary()
   model = model_lib.EncoderDecoderModel(network.Transformer(cfg), vocab, vocab)
-  tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, SHAPES))
-  return trainer_lib.Trainer(model, partitioning.Partitioner(num_partitions=2), tx, sched,
-                             SHAPES)
+  run = run_lib.resolve(model, partitioning.Partitioner(num_partitions=2), batch_size=8,
+                        lengths=LENGTHS)
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes)
+  return trainer_lib.Trainer(run, tx, sched)
 
 
 @pytest.fixture(scope='module')

@@ -145,11 +145,10 @@ def test_nonfinite_step_applies_no_update():
   from crosstask.runtime.sharding import partitioning
   from crosstask.runtime.state import trainer as trainer_lib
   from crosstask.runtime.config import run as run_lib
-  shapes = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
-  model = _poisoned_model()
-  tx, sched = optimizers.create_optimizer(
-      optimizers.adafactor, 1e-3, param_axes=run_lib.param_logical_axes(model, shapes))
-  trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx, sched, shapes)
+  run = run_lib.resolve(_poisoned_model(), partitioning.Partitioner(), batch_size=8,
+                        lengths={'inputs': 16, 'targets': 16})
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes)
+  trainer = trainer_lib.Trainer(run, tx, sched)
   state = trainer.init_state(seed=0)
   before = jax.device_get(state)
   tokens = np.full((8, 16), 5, np.int32)

@@ -17,7 +17,7 @@ from crosstask.runtime.state import optimizers
 from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import trainer as trainer_lib
 
-SHAPES = {'encoder_input_tokens': (8, 16), 'decoder_input_tokens': (8, 16)}
+LENGTHS = {'inputs': 16, 'targets': 16}
 
 
 def _model(num_heads=8, **overrides):
@@ -43,12 +43,10 @@ def _batch(rows=8):
 
 def _trainer(partitioner, num_microbatches=1, optimizer=optimizers.adafactor, rows=8,
              **model_kw):
-  shapes = {k: (rows, length) for k, (_, length) in SHAPES.items()}
-  model = _model(**model_kw)
-  tx, schedule = optimizers.create_optimizer(
-      optimizer, 1e-2, param_axes=run_lib.param_logical_axes(model, shapes))
-  return trainer_lib.Trainer(model, partitioner, tx, schedule, shapes,
-                             num_microbatches=num_microbatches)
+  run = run_lib.resolve(_model(**model_kw), partitioner, batch_size=rows, lengths=LENGTHS,
+                        num_microbatches=num_microbatches)
+  tx, schedule = optimizers.create_optimizer(optimizer, 1e-2, param_axes=run.param_axes)
+  return trainer_lib.Trainer(run, tx, schedule)
 
 
 def _run(partitioner, num_microbatches=1):
@@ -162,7 +160,7 @@ def test_train_step_compiles_from_abstract_arguments_alone():
   assert compiled.memory_analysis().argument_size_in_bytes > 0
   # A batch the data axes do not split is refused once, where the run is resolved.
   with pytest.raises(ValueError, match=r'BATCH_SIZE=6 .* 4 batch shards'):
-    run_lib.resolve(trainer.model, part, batch_size=6, lengths={'inputs': 16, 'targets': 16})
+    run_lib.resolve(trainer.model, part, batch_size=6, lengths=LENGTHS)
 
 
 def test_microbatches_span_every_data_device_and_keep_rows_in_place():
@@ -182,7 +180,7 @@ def test_microbatches_span_every_data_device_and_keep_rows_in_place():
     mine = np.asarray(held[shard.device].data)
     np.testing.assert_array_equal(np.asarray(shard.data)[:, 0], mine)
   with pytest.raises(ValueError, match=r'microbatches of 4 rows, which do not divide over the 8'):
-    part.check_batch(8, num_microbatches=2)  # SHAPES' batch of 8 in 2 microbatches.
+    part.check_batch(8, num_microbatches=2)  # A batch of 8 in 2 microbatches.
   with pytest.raises(ValueError, match=r'must split the batch of 16 into equal microbatches'):
     part.check_batch(16, num_microbatches=3)
 
@@ -209,7 +207,8 @@ def test_per_device_bytes_of_parameters_and_optimizer_state(layout, num_partitio
   model = _model(vocab_size=256, d_model=64, d_ff=128, d_kv=8, num_encoder_layers=2,
                  num_decoder_layers=2)
   tx, schedule = optimizers.create_optimizer(optimizers.adamw, 1e-3, param_axes=None)
-  trainer = trainer_lib.Trainer(model, part, tx, schedule, SHAPES)
+  trainer = trainer_lib.Trainer(run_lib.resolve(model, part, batch_size=8, lengths=LENGTHS),
+                                tx, schedule)
   state = trainer.init_state(seed=0)
   total = {k: sum(x.nbytes for x in jax.tree.leaves(state[k])) for k in ('params', 'opt_state')}
   for device in jax.devices():

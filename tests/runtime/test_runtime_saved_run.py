@@ -42,3 +42,34 @@ def test_a_folder_without_a_saved_config_is_named(tmp_path):
   with pytest.raises(gin_utils.GinConfigError, match=r'--run_dir=.*config\.gin, '
                                                      r'operative_config\.gin'):
     saved_run.EVAL.arguments(str(tmp_path), [], [])
+
+
+def test_macros_read_as_gin_writes_them(tmp_path):
+  """Long values on indented lines after a backslash, references to other macros, and
+  configurable references, each as gin text on one line; no gin parse."""
+  text = ("from crosstask.models import model\n\n# Macros:\n"
+          "LENGTHS = \\\n    {'inputs': 512,\n     'targets': 128}\n"
+          "MIXTURE_OR_TASK_NAME = %TASK\nMODEL = @model.EncoderDecoderModel()\n"
+          "SELF = %SELF\nTASK = 'csl_zh_title_to_category'\n\n"
+          "# Parameters for x:\nx.y = %TASK\n")
+  assert saved_run.macros(text) == {
+      'LENGTHS': "{'inputs': 512, 'targets': 128}",
+      'MIXTURE_OR_TASK_NAME': "'csl_zh_title_to_category'",
+      'MODEL': '@model.EncoderDecoderModel()', 'SELF': '%SELF',
+      'TASK': "'csl_zh_title_to_category'"}
+  assert [saved_run.plain(v) for v in ("'a b'", '8', 'None')] == ['a b', '8', 'None']
+  (tmp_path / 'config.gin').write_text(text)
+  assert saved_run.carried_bindings(str(tmp_path / 'config.gin')) == [
+      "MIXTURE_OR_TASK_NAME = 'csl_zh_title_to_category'", 'MIXTURE_OR_TASK_MODULE = None',
+      'TASK_FEATURE_LENGTHS = None']
+
+
+def test_trained_on_reads_the_config_saved_beside_the_checkpoint(tmp_path):
+  (tmp_path / 'checkpoint_8').mkdir()
+  assert saved_run.trained_on(None) == saved_run.trained_on(tmp_path / 'checkpoint_8') == []
+  (tmp_path / 'operative_config.gin').write_text("MIXTURE_OR_TASK_NAME = 'used'\n")
+  assert saved_run.trained_on(tmp_path / 'checkpoint_8') == ['used']
+  (tmp_path / 'config.gin').write_text("MIXTURE_OR_TASK_NAME = 'given'\n")  # first
+  assert saved_run.trained_on(tmp_path / 'checkpoint_8') == ['given']
+  (tmp_path / 'checkpoint_8' / 'config.gin').write_text('RANDOM_SEED = 0\n')
+  assert saved_run.trained_on(tmp_path / 'checkpoint_8') == []

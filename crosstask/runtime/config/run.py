@@ -90,25 +90,22 @@ def boxed_params(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any
                         abstract_key())
 
 
-def param_logical_axes(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:
-  """Each parameter's logical axis names (PartitionSpecs), for an optimizer built
-  without a Run (a Run has them as `param_axes`)."""
-  return nn.get_partition_spec(boxed_params(model, input_shapes))
-
-
 def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
             datasets: Mapping[str, data.DatasetConfig | None] | None = None,
             batch_size: int | None = None, lengths: Mapping[str, int] | None = None,
             num_microbatches: int = 1, pack: bool | None = None,
-            pads_batch: bool = False, train_steps: int | None = None) -> Run:
+            pads_batch: bool = False, train_steps: int | None = None,
+            profile: platform.Profile | None = None) -> Run:
   """The Run of `model` on `partitioner` (None: the gin-configured default).
 
   `batch_size`, `lengths` and `pack` default to the first dataset's. A job that
   pads its last batch (eval, infer, embed: `pads_batch`) rounds the batch up to
-  the data axes; any other has it checked, microbatches included.
+  the data axes; any other has it checked, microbatches included. `profile` is the
+  platform profile of the mesh's devices (or the one gin names) unless given: a
+  benchmark compares XLA options by naming one.
   """
   partitioner = partitioner or partitioning.Partitioner()
-  profile = platform.for_mesh(partitioner.mesh)
+  profile = platform.for_mesh(partitioner.mesh) if profile is None else profile
   model = platform.resolve_model(model, profile)
   matched = {role: _matched_task(model, cfg) for role, cfg in (datasets or {}).items()
              if cfg is not None}

@@ -5,20 +5,32 @@ its vocabulary, the task and its lengths. Eval and infer parse it first, then th
 own run file (runs/eval.gin, runs/infer.gin), then the run's task macros again
 (the run file marks them required), then whatever the command line gives. So only
 what changes is given: `python -m crosstask.infer --run_dir=/tmp/demo`.
+
+It is also the one reader of a saved configuration's macros, read as text (no gin
+parse, which would need every configurable the run named and would replace the
+caller's own gin state): the leakage guard asks what a checkpoint was trained on,
+and `crosstask.results` what model, seed and task made a run's records.
 """
 
+import ast
 import dataclasses
 import os
+import pathlib
+import re
 from typing import Sequence
-
-import gin
 
 from crosstask.runtime.config import gin_utils
 
 # What a run file resets but the trained run decided: its task, where the task is
 # registered, and the feature lengths it was trained at.
 CARRIED_MACROS = ('MIXTURE_OR_TASK_NAME', 'MIXTURE_OR_TASK_MODULE', 'TASK_FEATURE_LENGTHS')
+# The whole configuration a run was given first (it binds every macro it was given);
+# the operative one (what the run used, as T5X writes it) where that is all there is.
 CONFIG_FILES = ('config.gin', 'operative_config.gin')
+# A top-level macro and its value: the lines up to the next one that starts at column 0
+# (gin writes a long value on indented lines after `NAME = \`).
+_MACRO = re.compile(r'^([A-Z][A-Z0-9_]*) = (.*?)(?=^\S|\Z)', re.M | re.S)
+_REFERENCE = re.compile(r'%([A-Z][A-Z0-9_]*)')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,23 +56,71 @@ EVAL = JobFiles('runs/eval.gin', 'EVAL_OUTPUT_DIR', 'eval')
 INFER = JobFiles('runs/infer.gin', 'INFER_OUTPUT_DIR', 'infer')
 
 
+def config_file(folder: str | os.PathLike) -> pathlib.Path | None:
+  """The configuration a run saved in `folder` (the first of CONFIG_FILES there), or None."""
+  for name in CONFIG_FILES:
+    path = pathlib.Path(folder, name)
+    if path.is_file():
+      return path
+  return None
+
+
 def saved_config(run_dir: str) -> str:
   """The run's saved configuration file; an error names the files looked for."""
-  for name in CONFIG_FILES:
-    path = os.path.join(run_dir, name)
-    if os.path.isfile(path):
-      return path
-  raise gin_utils.GinConfigError(
-      f'--run_dir={run_dir}: no saved configuration there (looked for '
-      f'{", ".join(CONFIG_FILES)}); a training run writes it into its MODEL_DIR.')
+  path = config_file(run_dir)
+  if path is None:
+    raise gin_utils.GinConfigError(
+        f'--run_dir={run_dir}: no saved configuration there (looked for '
+        f'{", ".join(CONFIG_FILES)}); a training run writes it into its MODEL_DIR.')
+  return str(path)
+
+
+def macros(text: str) -> dict[str, str]:
+  """Each top-level macro of a saved configuration -> its value as gin text, on one line;
+  a value that is another macro (`%NAME`) is that macro's value."""
+  values = {}
+  for name, value in _MACRO.findall(text):
+    lines = value.replace('\\\n', '\n').splitlines()
+    values[name] = ' '.join(line.strip() for line in lines if line.strip())
+  for name in values:
+    seen = {name}
+    while (ref := _REFERENCE.fullmatch(values[name])) and ref[1] in values.keys() - seen:
+      seen.add(ref[1])
+      values[name] = values[ref[1]]
+  return values
+
+
+def saved_macros(folder: str | os.PathLike) -> dict[str, str]:
+  """`macros` of the configuration saved in `folder`; empty where it holds none."""
+  path = config_file(folder)
+  return {} if path is None else macros(path.read_text(encoding='utf-8', errors='replace'))
+
+
+def plain(value: str) -> str:
+  """A macro's gin text as the string it names: a quoted string's contents, else as written."""
+  try:
+    literal = ast.literal_eval(value)
+  except (ValueError, SyntaxError):
+    return value
+  return literal if isinstance(literal, str) else value
 
 
 def carried_bindings(config_path: str) -> list[str]:
-  """`NAME = value` for each carried macro the saved configuration binds."""
-  gin.clear_config()
-  try:
-    gin_utils.parse([config_path], [], lock=False)
-    values = {name: gin_utils.query(f'%{name}', None) for name in CARRIED_MACROS}
-  finally:
-    gin.clear_config()
-  return [f'{name} = {value!r}' for name, value in values.items()]
+  """`NAME = value` for each carried macro, as the saved configuration binds it (None
+  where it binds none)."""
+  values = macros(pathlib.Path(config_path).read_text(encoding='utf-8', errors='replace'))
+  return [f'{name} = {values.get(name, "None")}' for name in CARRIED_MACROS]
+
+
+def trained_on(checkpoint_path: str | os.PathLike | None) -> list[str]:
+  """The MIXTURE_OR_TASK_NAME a checkpoint was trained on (the configuration its run saved
+  beside it or in the checkpoint folder), as a list: empty when the path is None or no
+  configuration names one."""
+  if checkpoint_path is None:
+    return []
+  path = pathlib.Path(os.fspath(checkpoint_path))
+  for folder in (path, path.parent):
+    if config_file(folder) is not None:
+      name = saved_macros(folder).get('MIXTURE_OR_TASK_NAME', 'None')
+      return [] if name == 'None' else [plain(name)]
+  return []

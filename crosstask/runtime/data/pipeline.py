@@ -97,8 +97,8 @@ def check_vocabulary_fits(model, task_or_mixture=None) -> None:
             f"{'input' if key == 'inputs' else 'output'} vocabulary is "
             f"{vocabularies.describe(ours)}. Set VOCABULARY_PATH to the task's vocabulary, "
             f"or use '{vocabularies.task_name(task.name, ours)}' (the task registered for the "
-            "model's vocabulary by its benchmark's register(vocabulary); a module in "
-            "MIXTURE_OR_TASK_MODULE with such a register() provides it).")
+            "model's vocabulary by its benchmark's register_vocabulary; a module in "
+            "MIXTURE_OR_TASK_MODULE that defines one provides it).")
   config = getattr(getattr(model, 'module', None), 'config', None)
   rows = getattr(config, 'vocab_size', None)
   if rows is None:
@@ -119,12 +119,10 @@ def task_for_model(model, cfg: DatasetConfig) -> str:
   """The registered name of the run's task or mixture for the model's vocabulary.
 
   Plain names are tokenized with bytes. For another model vocabulary the name is
-  `vocabularies.task_name(name, vocabulary)`, which each module of `cfg.module`
-  that has `register(vocabulary=...)` (every crosstask benchmark) is asked to
-  register. A name already registered with the model's vocabulary is kept.
+  `vocabularies.task_name(name, vocabulary)`, which `register_vocabulary` asks the
+  modules of `cfg.module` to register. A name already registered with the model's
+  vocabulary is kept.
   """
-  import importlib
-  import inspect
   import seqio
   from crosstask import vocabularies
   import_tasks(cfg.module)
@@ -142,11 +140,23 @@ def task_for_model(model, cfg: DatasetConfig) -> str:
   if registered(name) and all(f.vocabulary == vocab for t in _tasks_of(name)
                               for f in t.output_features.values()):
     return name
-  for module in _module_names(cfg.module):
-    register = getattr(importlib.import_module(module), 'register', None)
-    if callable(register) and 'vocabulary' in inspect.signature(register).parameters:
-      register(vocabulary=vocab)
+  register_vocabulary(cfg.module, vocab)
   return wanted if registered(wanted) else name
+
+
+def register_vocabulary(module: str | Sequence[str] | None, vocabulary: Any) -> None:
+  """Registers the tasks of each module of `module` again for `vocabulary`.
+
+  The contract: a task module that can provide its tasks for another vocabulary
+  defines `register_vocabulary(vocabulary)` (every crosstask benchmark package
+  does), registering each as `vocabularies.task_name(name, vocabulary)`. A module
+  without one provides its tasks with their own vocabulary only.
+  """
+  import importlib
+  for name in _module_names(module):
+    register = getattr(importlib.import_module(name), 'register_vocabulary', None)
+    if register is not None:
+      register(vocabulary)
 
 
 def _tasks_of(name: str) -> list:

@@ -144,7 +144,7 @@ def build_trainer(run: run_lib.Run) -> trainer_lib.Trainer:
   """The run's Trainer with the gin-configured optimizer (the run file's), which
   factors each parameter by its logical axes."""
   optimizer, schedule = optimizers.create_optimizer(param_axes=run.param_axes)
-  return trainer_lib.Trainer.for_run(run, optimizer, schedule)
+  return trainer_lib.Trainer(run, optimizer, schedule)
 
 
 def compile_step(run: run_lib.Run, *, chip: topology_lib.Chip | None, topology: str,

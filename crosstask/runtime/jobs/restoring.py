@@ -5,9 +5,7 @@ Kept apart so that sibling jobs import this module rather than each other.
 
 import dataclasses
 import os
-import pathlib
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gin
@@ -17,28 +15,13 @@ from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.predict import inference
 from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.config import saved_run
 
 
 # (names the run trains on or its checkpoint was trained on, reported task, split) ->
 # raises when the report would score data the training saw; the task layer's
 # `leakage.check_run`, handed over by the entry points (runtime imports no tasks).
 ReportGuard = Callable[[Sequence[str], str, str], None]
-
-_MIXTURE_LINE = re.compile(r"^MIXTURE_OR_TASK_NAME\s*=\s*['\"]([^'\"]+)['\"]", re.M)
-
-
-def trained_on(checkpoint_path: str | os.PathLike | None) -> list[str]:
-  """The MIXTURE_OR_TASK_NAME a checkpoint was trained on (its run's operative_config.gin),
-  as a list: empty when the path is None or no config names one."""
-  if checkpoint_path is None:
-    return []
-  path = pathlib.Path(os.fspath(checkpoint_path))
-  for folder in (path, path.parent):
-    config = folder / 'operative_config.gin'
-    if config.is_file():
-      match = _MIXTURE_LINE.search(config.read_text(encoding='utf-8', errors='replace'))
-      return [match.group(1)] if match else []
-  return []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +75,7 @@ def checkpoint_job(job_fn: Callable[[CheckpointJob], Any]) -> Callable[..., Any]
     run = run_lib.resolve(model, partitioner, datasets={'eval': dataset_cfg}, pads_batch=True)
     if report_guard is not None:
       reported = run.dataset('eval')
-      report_guard(trained_on(restore_checkpoint_cfg.path), reported.mixture_or_task_name,
+      report_guard(saved_run.trained_on(restore_checkpoint_cfg.path), reported.mixture_or_task_name,
                    reported.split)
     return job_fn(CheckpointJob(
         run=run, restore_checkpoint_cfg=restore_checkpoint_cfg, output_dir=output_dir,

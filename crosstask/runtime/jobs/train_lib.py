@@ -29,6 +29,7 @@ from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.report import progress
 from crosstask.runtime.jobs import restoring
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.config import saved_run
 from crosstask.runtime.state import trainer as trainer_lib
 
 
@@ -96,7 +97,7 @@ def train(*,
                                   'infer_eval': infer_eval_dataset_cfg},
                         num_microbatches=num_microbatches)
   if report_guard is not None:  # The tasks are registered now.
-    trained = [run.dataset('train').mixture_or_task_name] + restoring.trained_on(
+    trained = [run.dataset('train').mixture_or_task_name] + saved_run.trained_on(
         restore_checkpoint_cfg.path if restore_checkpoint_cfg else None)
     for role in ('train_eval', 'infer_eval'):
       cfg = run.dataset(role)
@@ -136,7 +137,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   checkpoint_cfg, restore_checkpoint_cfg = job.checkpoint_cfg, job.restore_checkpoint_cfg
   eval_period = job.eval_period
   tx, schedule = job.optimizer_fn(param_axes=run.param_axes)
-  trainer = trainer_lib.Trainer.for_run(run, tx, schedule)
+  trainer = trainer_lib.Trainer(run, tx, schedule)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
   job.summarize_config_fn(model_dir, writer, 0)

@@ -144,8 +144,7 @@ def adafactor(learning_rate: float | Callable[[jax.Array], jax.Array],
       if _key(path) not in axes:
         raise ValueError(
             f"Adafactor has no logical axes for parameter '{_name(path)}': build it with "
-            "param_axes=run.param_axes (or run.param_logical_axes(model, input_shapes)) "
-            "of this model.")
+            "param_axes=run.param_axes of a Run of this model.")
       names = axes[_key(path)]
       names = None if names is None else tuple(names) + (None,) * (p.ndim - len(names))
       return factoring(p.shape, names, factored=factored,

@@ -26,36 +26,27 @@ State = dict[str, Any]
 
 @gin.configurable(module='trainer')
 class Trainer:
-  """Builds, shards and steps the train state of `model` on `partitioner`'s mesh."""
+  """Builds, shards and steps the train state of a resolved Run on its mesh."""
 
-  def __init__(self, model: Any, partitioner: partitioning.Partitioner,
-               optimizer: optax.GradientTransformation,
-               learning_rate_fn: Callable[[Any], Any],
-               input_shapes: Mapping[str, tuple[int, ...]],
-               num_microbatches: int = 1,
-               skip_nonfinite_batches: bool = False,
-               profile: platform.Profile | None = None,
-               boxed_params: Any = None):
-    self.model = model
-    # The train step compiles with the platform profile's XLA options (None: the
-    # profile of the mesh's devices, or the one gin names).
-    self.profile = platform.for_mesh(partitioner.mesh) if profile is None else profile
+  def __init__(self, run: run_lib.Run, optimizer: optax.GradientTransformation,
+               learning_rate_fn: Callable[[Any], Any], skip_nonfinite_batches: bool = False):
+    """The Trainer of a resolved run: its model, mesh, platform profile (whose XLA
+    options the step compiles with), shapes, microbatches and the parameters it traced.
+    `optimizer` factors by `run.param_axes`. A step whose loss or gradients are NaN/Inf
+    changes nothing either way; the train loop then stops (default) or counts the
+    skipped batch."""
+    self.model = run.model
+    self.partitioner = partitioner = run.partitioner
+    self.profile = run.profile
     self.compiler_options = dict(self.profile.train_compiler_options)
-    # Either way a step whose loss or gradients are NaN/Inf changes
-    # nothing; the train loop then stops (default) or counts the skipped batch.
     self.skip_nonfinite_batches = skip_nonfinite_batches
-    self.partitioner = partitioner
     self.optimizer = optimizer
     self.learning_rate_fn = learning_rate_fn
-    self.input_shapes = dict(input_shapes)
+    self.input_shapes = run.input_shapes
     # The batch and its microbatches were checked against the mesh by `run.resolve`.
-    self.num_microbatches = num_microbatches
-    # A Run's, traced once for the run (None: traced here).
-    boxed = (run_lib.boxed_params(model, self.input_shapes) if boxed_params is None
-             else boxed_params)
-    self.param_axes = nn.get_partition_spec(boxed)  # Logical names per dimension.
-    self.param_shardings = partitioner.logical_to_sharding(boxed)
-    params = nn.unbox(boxed)
+    self.num_microbatches = run.num_microbatches
+    self.param_shardings = partitioner.logical_to_sharding(run.boxed)
+    params = nn.unbox(run.boxed)
     opt_state = jax.eval_shape(self._fresh_opt_state, params)
     replicated = partitioner.replicated
     self.state_shardings: State = {
@@ -67,15 +58,6 @@ class Trainer:
         self.state_shardings)
     self._init = jax.jit(self._init_state, out_shardings=self.state_shardings)
     self._step = None
-
-  @classmethod
-  def for_run(cls, run: run_lib.Run, optimizer: optax.GradientTransformation,
-              learning_rate_fn: Callable[[Any], Any], **kwargs) -> 'Trainer':
-    """The Trainer of a resolved run: its model, mesh, profile, shapes, microbatches
-    and the parameters it traced."""
-    return cls(run.model, run.partitioner, optimizer, learning_rate_fn, run.input_shapes,
-               num_microbatches=run.num_microbatches, profile=run.profile,
-               boxed_params=run.boxed, **kwargs)
 
   def _boxed_params(self, rng):
     return self.model.get_initial_variables(rng, self.input_shapes)['params']

@@ -37,6 +37,11 @@ def register(vocabulary=None) -> list[str]:
   return factory.register_for_vocabulary(names, vocabulary)
 
 
+# The runtime's hook (`runtime.data.pipeline.register_vocabulary`): a run whose model
+# reads another vocabulary reads these tasks as registered for it.
+register_vocabulary = register
+
+
 def _register_by_kind() -> tuple[tuple[str, ...], tuple[str, ...]]:
   from crosstask.tasks.common import registry  # pylint: disable=g-import-not-at-top
   return registry.by_kind(register())

@@ -24,4 +24,9 @@ def register(vocabulary=None) -> list[str]:
                                           vocabulary)
 
 
+# The runtime's hook (`runtime.data.pipeline.register_vocabulary`): a run whose model
+# reads another vocabulary reads these tasks as registered for it.
+register_vocabulary = register
+
+
 TASKS, MIXTURES = _registry.by_kind(register())

@@ -34,4 +34,9 @@ def register(vocabulary=None) -> list[str]:
   return _factory.register_for_vocabulary(_tasks.register(), vocabulary)
 
 
+# The runtime's hook (`runtime.data.pipeline.register_vocabulary`): a run whose model
+# reads another vocabulary reads these tasks as registered for it.
+register_vocabulary = register
+
+
 TASKS, MIXTURES = _registry.by_kind(register())

@@ -12,7 +12,7 @@ import runtime_subprocess as rs
 from crosstask import paths
 from crosstask.metrics import rank_classification
 from crosstask.runtime.jobs import best_checkpoint
-from crosstask.runtime.jobs import restoring
+from crosstask.runtime.config import saved_run
 from crosstask.tasks.clue import submissions
 
 TASK = "fewclue_eprstmt_rank"
@@ -65,7 +65,7 @@ def test_fewclue_protocol_with_rank_classification(tmp_path, capsys):
   assert best == max(dev, key=lambda m: (m["metrics"]["accuracy"], -m["step"]))["step"]
   checkpoint = model_dir / f"checkpoint_{best}"
   # What the test_public guard reads (a checkpoint of a CLUE-trained run would be refused).
-  assert restoring.trained_on(checkpoint) == [TASK]
+  assert saved_run.trained_on(checkpoint) == [TASK]
 
   eval_dir = tmp_path / "eval"
   _run(_entry("crosstask.eval", "runs/eval.gin", f"--gin.CHECKPOINT_PATH='{checkpoint}'",

@@ -78,10 +78,11 @@ def test_a_job_refuses_test_public_of_a_checkpoint_trained_on_its_source(tmp_pat
   import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
   from crosstask.runtime.state import checkpoints  # pylint: disable=g-import-not-at-top
   from crosstask.runtime.jobs import restoring  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import saved_run  # pylint: disable=g-import-not-at-top
   run = tmp_path / "run"
   (run / "checkpoint_8").mkdir(parents=True)
   (run / "operative_config.gin").write_text("MIXTURE_OR_TASK_NAME = 'clue_classification'\n")
-  assert restoring.trained_on(run / "checkpoint_8") == ["clue_classification"]
+  assert saved_run.trained_on(run / "checkpoint_8") == ["clue_classification"]
   model = _tiny_model()
   job = restoring.checkpoint_job(lambda j: j.dataset_cfg.split)
 

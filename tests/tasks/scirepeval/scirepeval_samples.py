@@ -57,15 +57,15 @@ def write_init_checkpoint(model_gin: str, directory: pathlib.Path, return_model:
   from crosstask.runtime.state import checkpoints
   from crosstask.runtime.config import gin_utils
   from crosstask.runtime.state import optimizers
-  from crosstask.runtime.sharding import partitioning
+  from crosstask.runtime.config import run as run_lib
   from crosstask.runtime.state import trainer as trainer_lib
   gin.clear_config()
   try:
     gin_utils.parse([model_gin], [])
     model = gin.query_parameter("%MODEL").scoped_configurable_fn()
     tx, schedule = optimizers.create_optimizer(optimizers.adamw, 0.0, param_axes=None)
-    trainer = trainer_lib.Trainer(model, partitioning.Partitioner(), tx, schedule,
-                                  {"encoder_input_tokens": (8, 8), "decoder_input_tokens": (8, 4)})
+    run = run_lib.resolve(model, batch_size=8, lengths={"inputs": 8, "targets": 4})
+    trainer = trainer_lib.Trainer(run, tx, schedule)
     manager = checkpoints.manager(str(directory))
     checkpoints.save(manager, 0, trainer.init_state(0), 0)
     manager.wait_until_finished()
