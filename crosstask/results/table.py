@@ -42,7 +42,8 @@ def _pool(values: Sequence[Value]) -> dict:
   ci95 = (bootstrap.over_seeds([v.value for v in values]) if len(values) > 1
           else values[0].ci95)
   return {"mean": mean, "std": std if len(values) > 1 else None,
-          "ci95": None if ci95 is None else [ci95[0], ci95[1]], "n": len(values),
+          "ci95": None if ci95 is None else [ci95[0], ci95[1]],
+          "no_ci95": values[0].no_ci95 if ci95 is None else None, "n": len(values),
           "step": steps.pop() if len(steps) == 1 else None,
           "prompts": max(v.prompts for v in values),
           "prompt_std": sum(prompt_stds) / len(prompt_stds) if prompt_stds else None,
@@ -135,7 +136,19 @@ class Table:
       lines.append(f"| {row.label} | {row.model} | {seeds} | " + " | ".join(cells) + " |")
     notes = [f"Different task definitions, kept apart: {', '.join(self.conflicts())}."
              ] if self.conflicts() else []
+    notes += [f"No 95% interval in {', '.join(rows)}: {reason}."
+              for reason, rows in self.without_interval().items()]
     return "\n".join(lines + ([""] + notes if notes else []))
+
+  def without_interval(self) -> dict[str, list[str]]:
+    """Why cells carry no interval (a quoted number, no saved predictions) -> their rows."""
+    out: dict[str, list[str]] = {}
+    for row in self.rows:
+      for c in self.columns:
+        cell = row.cells.get(c)
+        if cell and cell["ci95"] is None and row.label not in out.get(cell["no_ci95"], []):
+          out.setdefault(cell["no_ci95"], []).append(row.label)
+    return out
 
   def csv(self) -> str:
     import csv  # pylint: disable=g-import-not-at-top
