@@ -161,3 +161,12 @@ def test_clue_and_fewclue_scores_recompute_on_their_members_resamples(tmp_path):
   assert values["FewCLUE score"].ci95 == pytest.approx(tuple(np.percentile(few, [2.5, 97.5])))
   # The MRC board's members lack the classification board's CMNLI: no classification score.
   assert "CLUE classification" not in values and values["CLUE MRC"].ci95 is not None
+
+
+def test_merged_parts_keep_their_resamples(tmp_path):
+  """--merge (one model's results from several folders) keeps each part's resamples."""
+  whole = _lot_run(tmp_path, "whole", clozet=(8, 6), senpos=(6, 3))
+  parts = [_run(tmp_path, "part_clozet", {"lot_zh_clozet": _answers(8, 6)}),
+           _run(tmp_path, "part_senpos", {"lot_zh_senpos": _answers(6, 3)})]
+  merged = _overall(table.build(parts, paper="none", resamples=100, merge=True))
+  assert merged["ci95"] == _overall(table.build([whole], paper="none", resamples=100))["ci95"]
