@@ -111,8 +111,9 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
     scores = {}
     for fn in task.metric_fns:
       scores.update(fn(targets, predictions))
-    rows.append({"task": vocabularies.base_task_name(task.name), "baseline": "+".join(kinds[f] for f in outputs),
-                 "examples": len(targets), "outputs": (targets, raw, predictions), **scores})
+    rows.append({"task": vocabularies.base_task_name(task.name),
+                 "baseline": "+".join(kinds[f] for f in outputs), "examples": len(targets),
+                 "outputs": (targets, raw, predictions), **scores})
   return rows
 
 

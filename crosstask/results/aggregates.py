@@ -39,9 +39,8 @@ def _by_split(run: Run) -> dict[str, tuple[dict[str, R.Record], dict[str, dict]]
 
 def _value(combine, scores: Mapping, draws: Mapping, **kwargs) -> Value:
   """The aggregate `combine(scores)` with its joint bootstrap interval over `draws`."""
-  value = combine(scores)  # first: a missing member raises before any resampling
-  return Value(value, ci95=bootstrap.joint(combine, draws), no_ci95=NO_MEMBER_PREDICTIONS,
-               **kwargs)
+  return Value(combine(scores), ci95=bootstrap.joint(combine, draws),
+               no_ci95=NO_MEMBER_PREDICTIONS, **kwargs)
 
 
 def _clue(tasks: Mapping[str, R.Record], split: str, reps: Replicates) -> dict[Column, Value]:
@@ -116,11 +115,11 @@ def _lot(tasks: Mapping[str, R.Record], split: str, reps: Replicates) -> dict[Co
   for kind, names in (("understanding", lot.LOT_UNDERSTANDING),
                       ("generation", lot.LOT_GENERATION)):
     try:
-      out[Column(f"LOT overall {kind}", "", split, "")] = _value(
-          lambda s, kind=kind: lot.lot_overall(s, kind, split), flat,
-          {n: draws.get(n) for n in names})
-    except (KeyError, ValueError):
+      lot.lot_overall(flat, kind, split)
+    except (KeyError, ValueError):  # a member task missing, or a split LOT gives no weights
       continue
+    out[Column(f"LOT overall {kind}", "", split, "")] = _value(
+        lambda s, kind=kind: lot.lot_overall(s, kind, split), flat, {n: draws[n] for n in names})
   return out
 
 

@@ -129,6 +129,6 @@ class Row:
   label: str
   model: str
   seeds: list[str | None]
-  cells: dict[Column, dict]  # column -> {"mean", "std", "ci95", "n", "step", "prompts", ...}
+  cells: dict[Column, dict]  # column -> {"mean", "std", "ci95", "no_ci95", "n", "step", ...}
   paper: bool = False
   runs: list[Run] = dataclasses.field(default_factory=list)

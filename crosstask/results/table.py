@@ -9,11 +9,13 @@ each cell does. Runs whose configs differ only in the seed (and in their paths)
 form one row: mean ± std over seeds (population std, as papers report). Each
 cell carries a 95% interval (`ci95`, shown as [low, high]): the t interval of the
 seeds' mean where there are several, else a bootstrap over the run's examples
-(`intervals`) where its predictions were saved. Task
+(`intervals`) where its predictions were saved; a cell without one names why
+(`no_ci95`: a quoted number, no saved predictions), noted under the Markdown. Task
 variants `<base>.p<k>` (prompt k of a task) form one column for `<base>`: the
 mean over prompts, with their spread. Benchmark aggregates (CLUE and FewCLUE
 scores, LOT overall, SciRepEval averages) are computed per run from the same
-records, then pooled over seeds; paper rows fill the columns they have numbers
+records, their intervals by a joint bootstrap over the member tasks' examples,
+then pooled over seeds; paper rows fill the columns they have numbers
 for.
 """
 

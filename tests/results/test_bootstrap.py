@@ -82,7 +82,8 @@ def test_a_computed_baseline_gets_intervals_and_a_quoted_number_says_why_not(tmp
   from crosstask import demo  # pylint: disable=g-import-not-at-top
   labels = ["工学"] * 12 + ["理学"] * 18
   row = {"task": demo.TRAIN_TASK, "baseline": "majority(train)", "examples": 30,
-         "outputs": ([{"category": t} for t in labels], ["工学"] * 30, [{"category": "工学"}] * 30),
+         "outputs": ([{"category": t} for t in labels], ["工学"] * 30,
+                     [{"category": "工学"}] * 30),
          "accuracy": 40.0}
   folder = demo.write_baseline_record(tmp_path, row, None)
   result = table.build([folder], paper="none", resamples=200)
