@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pathlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,8 +27,8 @@ Replicates = Mapping[str, Mapping[str, np.ndarray]]
 NO_MEMBER_PREDICTIONS = "a member task has no saved predictions to resample"
 
 
-def _by_split(run: Run) -> dict[str, tuple[dict[str, R.Record], dict[str, dict]]]:
-  out: dict[str, tuple[dict[str, R.Record], dict[str, dict]]] = {}
+def _by_split(run: Run) -> dict[str, tuple[dict[str, R.Record], Replicates]]:
+  out: dict[str, tuple[dict[str, R.Record], dict]] = {}
   for (task, split), record in run.records.items():
     records, replicates = out.setdefault(split, ({}, {}))
     records[task] = record
@@ -37,7 +37,8 @@ def _by_split(run: Run) -> dict[str, tuple[dict[str, R.Record], dict[str, dict]]
   return out
 
 
-def _value(combine, scores: Mapping, draws: Mapping, **kwargs) -> Value:
+def _value(combine: Callable[[Mapping], float], scores: Mapping,
+           draws: Mapping[Hashable, np.ndarray | None], **kwargs) -> Value:
   """The aggregate `combine(scores)` with its joint bootstrap interval over `draws`."""
   return Value(combine(scores), ci95=bootstrap.joint(combine, draws),
                no_ci95=NO_MEMBER_PREDICTIONS, **kwargs)
