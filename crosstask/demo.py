@@ -77,9 +77,15 @@ def show_examples(task, split: str = "validation", num: int = 2) -> None:
       print(f"          text={vocab.decode(ids)[:120]}")
 
 
+# A baseline row's keys that are not metrics: what it is, and what it predicted (the
+# results table resamples those predictions for the baseline's 95% interval).
+NOT_METRICS = ("task", "baseline", "examples", "outputs")
+
+
 def baseline_rows(split: str = "validation", train_split: str = "train",
                   lang: str = "zh", vocabulary=None) -> list[dict]:
-  """One row per demo task: {'task', 'baseline', 'examples', **metrics}."""
+  """One row per demo task: {'task', 'baseline', 'examples', 'outputs', **metrics}, where
+  'outputs' holds the postprocessed targets, the raw predictions and the postprocessed ones."""
   from crosstask.tasks.csl import baselines  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.csl import tasks as csl_tasks  # pylint: disable=g-import-not-at-top
@@ -100,21 +106,21 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
                for ex in ds.as_numpy_iterator()]
     if len(targets) != len(eval_records):
       raise RuntimeError(f"{task.name}: {len(targets)} examples but {len(eval_records)} records")
-    predictions = [task.postprocess_fn(model.predict(r, inputs, outputs, lang))
-                   for r in eval_records]
+    raw = [model.predict(r, inputs, outputs, lang) for r in eval_records]
+    predictions = [task.postprocess_fn(text) for text in raw]
     scores = {}
     for fn in task.metric_fns:
       scores.update(fn(targets, predictions))
-    rows.append({"task": vocabularies.base_task_name(task.name), "baseline": "+".join(kinds[f] for f in outputs),
-                 "examples": len(targets), **scores})
+    rows.append({"task": vocabularies.base_task_name(task.name),
+                 "baseline": "+".join(kinds[f] for f in outputs), "examples": len(targets),
+                 "outputs": (targets, raw, predictions), **scores})
   return rows
 
 
 def format_rows(rows: list[dict]) -> str:
   lines = []
   for row in rows:
-    metrics = "  ".join(f"{k}={v:.1f}" for k, v in row.items()
-                        if k not in ("task", "baseline", "examples"))
+    metrics = "  ".join(f"{k}={v:.1f}" for k, v in row.items() if k not in NOT_METRICS)
     lines.append(f"{row['task']:<40} {row['baseline']:<22} n={row['examples']:<5} {metrics}")
   return "\n".join(lines)
 
@@ -190,14 +196,17 @@ def train_model(output_dir: pathlib.Path, steps: int, vocab_file: pathlib.Path,
 
 
 def write_baseline_record(output_dir: pathlib.Path, row: dict, vocabulary) -> pathlib.Path:
-  """The baseline's scores as a metrics record (step 0), so the results table reads them."""
+  """The baseline's scores as a metrics record (step 0), so the results table reads them,
+  and its predictions as an eval's inference log beside it, so its cells get intervals."""
+  from crosstask.results import intervals  # pylint: disable=g-import-not-at-top
   from crosstask.runtime.predict import fingerprint  # pylint: disable=g-import-not-at-top
   folder = output_dir / "baseline"
   metrics_file = folder / records.FILENAME
   if metrics_file.exists():
     metrics_file.unlink()  # one record per demo run
   task = _task(*TRAIN_FIELDS, vocabulary=vocabulary)
-  metrics = {k: v for k, v in row.items() if k not in ("task", "baseline", "examples")}
+  intervals.write_log(folder, task.name, 0, *row["outputs"])
+  metrics = {k: v for k, v in row.items() if k not in NOT_METRICS}
   records.append(folder, [records.Record(0, task.name, metrics, fingerprint.fingerprint(task),
                                          source=f"baseline:{row['baseline']}",
                                          split="validation")])

@@ -8,7 +8,9 @@ Rows are models (runs that differ only by seed pooled: mean ± std), columns the
 tasks' headline metrics and the benchmark aggregates, each headed by its split,
 checkpoint step and task fingerprint; published numbers are added as rows. Each
 cell carries its 95% interval [low, high]: over seeds where a row pools several,
-else a bootstrap over the examples whose predictions the run saved.
+else a bootstrap over the examples whose predictions the run saved (for a benchmark
+aggregate, over each member task's examples jointly); a cell without one says why
+under the table.
 """
 
 from __future__ import annotations

@@ -6,13 +6,17 @@ recomputing the task's own metric functions shows how much of it is luck of the
 draw. A metric that is a mean over examples (accuracy, EM, ROUGE) is resampled
 from its per-example values; any other (macro-F1, corpus BLEU) is recomputed on
 every resample. Several seeds of one configuration get the t interval of their
-mean instead. Pure numpy and scipy: no task or framework is imported here.
+mean instead. A benchmark aggregate (a mean or weighted sum of task scores) is
+resampled jointly: each member task's examples independently, the aggregate
+recomputed from the members' values on each draw. Pure numpy and scipy: no task
+or framework is imported here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,11 +27,15 @@ LEVEL = 0.95
 Interval = tuple[float, float]
 # metric(indices) -> {name: value}: the task's metrics on the examples at `indices`.
 MetricFn = Callable[[np.ndarray], Mapping[str, float]]
+# A generator's seed: an int, or ints mixed together (numpy's SeedSequence entropy).
+Seed = int | Sequence[int]
+K = TypeVar("K", bound=Hashable)
 
 
-def _percentiles(draws: np.ndarray) -> Interval:
+def percentiles(values: np.ndarray) -> Interval:
+  """The central LEVEL interval of a metric's values over the resamples."""
   tail = 100 * (1 - LEVEL) / 2
-  low, high = np.percentile(draws, [tail, 100 - tail])
+  low, high = np.percentile(values, [tail, 100 - tail])
   return float(low), float(high)
 
 
@@ -49,15 +57,18 @@ def per_example(metric: MetricFn, n: int) -> dict[str, np.ndarray]:
   return out
 
 
-def interval(metric: MetricFn, n: int, resamples: int = RESAMPLES,
-             seed: int = SEED) -> dict[str, Interval]:
-  """The percentile bootstrap interval of every metric `metric` reports over `n` examples."""
+def replicates(metric: MetricFn, n: int, resamples: int = RESAMPLES,
+               seed: Seed = SEED) -> dict[str, np.ndarray]:
+  """Every metric `metric` reports over `n` examples, on each of `resamples` resamples.
+
+  All metrics see the same draws, so an aggregate of several can be resampled too.
+  """
   if n < 1:
     raise ValueError("a bootstrap interval needs at least one example")
   rng = np.random.default_rng(seed)
   draws = rng.integers(0, n, size=(resamples, n))
   means = per_example(metric, n) if n > 1 else {}
-  out = {key: _percentiles(values[draws].mean(axis=1)) for key, values in means.items()}
+  out = {key: values[draws].mean(axis=1) for key, values in means.items()}
   rest = [key for key in metric(np.arange(n)) if key not in out]
   if rest:
     samples: dict[str, list[float]] = {key: [] for key in rest}
@@ -65,8 +76,33 @@ def interval(metric: MetricFn, n: int, resamples: int = RESAMPLES,
       values = metric(idx)
       for key in rest:
         samples[key].append(float(values[key]))
-    out.update({key: _percentiles(np.array(v)) for key, v in samples.items()})
+    out.update({key: np.array(v) for key, v in samples.items()})
   return out
+
+
+def interval(metric: MetricFn, n: int, resamples: int = RESAMPLES,
+             seed: Seed = SEED) -> dict[str, Interval]:
+  """The percentile bootstrap interval of every metric `metric` reports over `n` examples."""
+  return {key: percentiles(v) for key, v in replicates(metric, n, resamples, seed).items()}
+
+
+def joint(combine: Callable[[Mapping[K, float]], float],
+          members: Mapping[K, np.ndarray | None]) -> Interval | None:
+  """The interval of `combine(member values)` from each member's bootstrap replicates.
+
+  Averaging the members' bounds is no interval of their mean (the bounds of a
+  mean of independent scores are narrower); recomputing the aggregate on each
+  draw is. Members resampled with their own draws are independent; members drawn
+  alike (the same examples: a task's prompts, FewCLUE's k runs on one test set)
+  stay paired. None when a member has no replicates: its examples were not saved.
+  """
+  if not members or any(v is None for v in members.values()):
+    return None
+  sizes = {len(v) for v in members.values()}
+  if len(sizes) != 1:
+    raise ValueError(f"members resampled a different number of times: {sorted(sizes)}")
+  values = [combine({k: float(v[b]) for k, v in members.items()}) for b in range(sizes.pop())]
+  return percentiles(np.array(values))
 
 
 def over_seeds(values: Sequence[float]) -> Interval | None:

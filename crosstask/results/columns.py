@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from crosstask import records as R
+from crosstask.results import bootstrap
 from crosstask.results.runs import Run
 from crosstask.tasks.common import report as common_report
 
@@ -44,6 +45,8 @@ def headline_metric(task: str, metrics: Mapping[str, float],
 
 
 R_SCIREPEVAL = "scirepeval:"
+# Why a cell of ours has no interval (the table's JSON says it as `no_ci95`).
+NO_PREDICTIONS = "no saved predictions to resample"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +77,7 @@ class Value:
   prompt_std: float | None = None
   spread_of: str = "prompts"  # what `prompt_std` is a spread over (FewCLUE: its k splits)
   ci95: tuple[float, float] | None = None  # over the examples (bootstrap), when known
+  no_ci95: str = NO_PREDICTIONS  # why `ci95` is None, when it is
 
 
 def _group_fingerprint(fingerprints: Iterable[str | None]) -> str:
@@ -104,17 +108,20 @@ def task_values(run: Run, prefer: Sequence[str] = (), all_metrics: bool = False
     mean, std = common_report.mean_std(values)
     out[Column(base, key, split, fingerprint)] = Value(
         mean, steps.pop() if len(steps) == 1 else None, len(prompted),
-        std if prompted else None, ci95=_mean_interval([r for r, _ in members], key))
+        std if prompted else None,
+        ci95=_mean_interval(run, [(t, split) for _, t in members], key))
   return out
 
 
-def _mean_interval(members: Sequence[R.Record], key: str) -> tuple[float, float] | None:
-  """The interval of a record's metric; of a prompt group's mean, the mean of the bounds
-  (the prompts are scored on the same examples, so their errors are not independent)."""
-  bounds = [r.ci95[key] for r in members if r.ci95 and key in r.ci95]
-  if len(bounds) != len(members):
-    return None
-  return (sum(b[0] for b in bounds) / len(bounds), sum(b[1] for b in bounds) / len(bounds))
+def _mean_interval(run: Run, members: Sequence[tuple[str, str]], key: str
+                   ) -> tuple[float, float] | None:
+  """A record's own interval; a prompt group's, the mean over prompts recomputed on each
+  bootstrap draw (the prompts' logs hold the same examples, so they are drawn paired)."""
+  if len(members) == 1:
+    ci95 = run.records[members[0]].ci95
+    return ci95.get(key) if ci95 else None
+  return bootstrap.joint(lambda values: common_report.mean_std(list(values.values()))[0],
+                         {m: run.replicates.get(m, {}).get(key) for m in members})
 
 
 @dataclasses.dataclass
@@ -122,6 +129,6 @@ class Row:
   label: str
   model: str
   seeds: list[str | None]
-  cells: dict[Column, dict]  # column -> {"mean", "std", "ci95", "n", "step", "prompts", ...}
+  cells: dict[Column, dict]  # column -> {"mean", "std", "ci95", "no_ci95", "n", "step", ...}
   paper: bool = False
   runs: list[Run] = dataclasses.field(default_factory=list)

@@ -5,16 +5,20 @@ An eval job and training-time evaluation keep seqio's inference log beside
 postprocessed `target` and `prediction` (and `score`, the target's likelihood,
 for rank classification). A record without `ci95` (those `crosstask.score`
 writes carry theirs) gets it from that file, resampled with the task's own
-metric functions (`rescoring.metrics`). The tasks are looked up by their plain
-name: a vocabulary's copy of a task has the same metric functions.
+metric functions (`rescoring.metrics`). The resamples themselves are kept on
+the run (`Run.replicates`): a benchmark aggregate's interval is drawn from its
+member tasks' resamples. The tasks are looked up by their plain name: a
+vocabulary's copy of a task has the same metric functions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import json
 import pathlib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -59,18 +63,54 @@ def _task(name: str, module: str):
   return None
 
 
+def example_seed(out: rescoring.ModelOutputs) -> list[int]:
+  """The bootstrap seed of a set of examples: SEED mixed with a hash of its targets.
+
+  Logs of the same examples (a task's prompt variants, FewCLUE's k runs scored on
+  one test set) draw alike, so an aggregate over them resamples them paired; other
+  tasks' examples are drawn independently of each other.
+  """
+  text = json.dumps(out.targets, sort_keys=True, ensure_ascii=False, default=str)
+  return [bootstrap.SEED, int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)]
+
+
 def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
-  """`run` with `ci95` filled in each record whose inference log is found beside it."""
+  """`run` with the bootstrap replicates of each record whose inference log is found beside
+  it, and `ci95` from them where the record carries none."""
   if resamples <= 0:
     return run
   module = run.macros.get("MIXTURE_OR_TASK_MODULE", DEFAULT_MODULE)
-  filled = {}
+  filled, replicates = {}, {}
   for key, record in run.records.items():
-    path = None if record.ci95 else log_file(record)
+    path = log_file(record)
     task = _task(record.task, module) if path else None
     if task is not None:
-      ci95 = rescoring.intervals(task, logged_outputs(path), resamples)
-      record = dataclasses.replace(record, ci95={k: v for k, v in ci95.items()
-                                                 if k in record.metrics})
+      out = logged_outputs(path)
+      draws = {k: v for k, v in rescoring.replicates(task, out, resamples, example_seed(out)
+                                                     ).items() if k in record.metrics}
+      replicates[key] = draws
+      if not record.ci95:
+        record = dataclasses.replace(record, ci95={k: bootstrap.percentiles(v)
+                                                   for k, v in draws.items()})
     filled[key] = record
-  return dataclasses.replace(run, records=filled)
+  return dataclasses.replace(run, records=filled, replicates=replicates)
+
+
+def write_log(folder: str | pathlib.Path, task: str, step: int, targets: Sequence,
+              outputs: Sequence[str], predictions: Sequence) -> pathlib.Path:
+  """Writes predictions made outside the runtime (a baseline's) as the inference log an eval
+  keeps, `<task>-<step:06d>.jsonl` beside metrics.jsonl, so its cells get intervals too.
+
+  `targets` and `predictions` are postprocessed (what the metric functions take),
+  `outputs` the raw text each prediction was postprocessed from.
+  """
+  if not len(targets) == len(outputs) == len(predictions):
+    raise ValueError(f"{task}: {len(targets)} targets, {len(outputs)} outputs and "
+                     f"{len(predictions)} predictions")
+  path = pathlib.Path(folder) / f"{task}-{int(step):06d}.jsonl"
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    for target, output, prediction in zip(targets, outputs, predictions):
+      f.write(json.dumps({"input": {}, "target": target, "output": output,
+                          "prediction": prediction}, ensure_ascii=False) + "\n")
+  return path

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 
 from crosstask.results.columns import Column, Row
 
+# A published number has no examples here to resample: its cells say so (`no_ci95`).
+QUOTED = "quoted from a paper: no examples to resample"
 # Reference rows printed by default, per benchmark (all of them with --paper all).
 DEFAULT_PAPER_ROWS = {"clue": ("BERT-base", "RoBERTa-wwm-large"), "fewclue": ("PET", "Human"),
                       "scirepeval": ("SPECTER2 Base", "Adapters + MTL CTRL"),
@@ -25,7 +27,7 @@ def paper_rows(columns: Iterable[Column], which: str = "default") -> list[Row]:
   def put(row: str, column: Column, value: float) -> None:
     out.setdefault(row, {})[column] = {"mean": float(value), "std": None, "ci95": None, "n": 1,
                                        "step": None, "prompts": 0, "prompt_std": None,
-                                       "spread_of": ""}
+                                       "spread_of": "", "no_ci95": QUOTED}
 
   def pick(table: Mapping, benchmark: str) -> list[str]:
     return list(table) if which == "all" else [r for r in DEFAULT_PAPER_ROWS[benchmark]

@@ -281,13 +281,20 @@ def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str,
   return metrics(task, outputs(task, lines, exs))
 
 
-def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
-              ) -> dict[str, bootstrap.Interval]:
-  """The 95% bootstrap interval of each of the task's metrics over the examples of `out`."""
+def replicates(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES,
+               seed: bootstrap.Seed = bootstrap.SEED) -> dict[str, np.ndarray]:
+  """Each of the task's metrics on `resamples` bootstrap resamples of the examples of `out`."""
   import warnings  # pylint: disable=g-import-not-at-top
   with warnings.catch_warnings():  # one-example resamples make sklearn warn about empty classes
     warnings.simplefilter("ignore")
-    return bootstrap.interval(lambda idx: metrics(task, out.take(idx)), len(out), resamples)
+    return bootstrap.replicates(lambda idx: metrics(task, out.take(idx)), len(out), resamples,
+                                seed)
+
+
+def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
+              ) -> dict[str, bootstrap.Interval]:
+  """The 95% bootstrap interval of each of the task's metrics over the examples of `out`."""
+  return {k: bootstrap.percentiles(v) for k, v in replicates(task, out, resamples).items()}
 
 
 def score_file(path: str | os.PathLike, *, task_name: str | None = None,

@@ -16,6 +16,8 @@ import pathlib
 import re
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from crosstask import records as R
 from crosstask.runtime.config import saved_run
 
@@ -33,6 +35,10 @@ class Run:
   model: str
   config_key: str
   macros: dict[str, str] = dataclasses.field(default_factory=dict)
+  # Per (task, split): each metric on the bootstrap resamples of the record's examples
+  # (`intervals.with_intervals`), what a benchmark aggregate's joint interval is drawn from.
+  replicates: dict[tuple[str, str], dict[str, np.ndarray]] = dataclasses.field(
+      default_factory=dict)
 
 
 def _config_texts(run_dir: pathlib.Path) -> list[str]:
@@ -147,11 +153,15 @@ def label_of(paths: Sequence[pathlib.Path]) -> str:
 def merge_runs(runs: Sequence[Run]) -> Run:
   """Runs that together make one model's results (FewCLUE's k = 0..4 trainings) as one."""
   chosen: dict[tuple[str, str], R.Record] = {}
+  replicates: dict[tuple[str, str], dict[str, np.ndarray]] = {}
   for run in runs:
     for key, record in run.records.items():
       if key not in chosen or record.step >= chosen[key].step:
         chosen[key] = record
+        replicates.pop(key, None)
+        if key in run.replicates:
+          replicates[key] = run.replicates[key]
   seeds = {run.seed for run in runs}
   return Run(pathlib.Path(label_of([run.path for run in runs])), chosen,
              seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key,
-             runs[0].macros)
+             runs[0].macros, replicates)

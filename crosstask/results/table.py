@@ -9,11 +9,13 @@ each cell does. Runs whose configs differ only in the seed (and in their paths)
 form one row: mean ± std over seeds (population std, as papers report). Each
 cell carries a 95% interval (`ci95`, shown as [low, high]): the t interval of the
 seeds' mean where there are several, else a bootstrap over the run's examples
-(`intervals`) where its predictions were saved. Task
+(`intervals`) where its predictions were saved; a cell without one names why
+(`no_ci95`: a quoted number, no saved predictions), noted under the Markdown. Task
 variants `<base>.p<k>` (prompt k of a task) form one column for `<base>`: the
 mean over prompts, with their spread. Benchmark aggregates (CLUE and FewCLUE
 scores, LOT overall, SciRepEval averages) are computed per run from the same
-records, then pooled over seeds; paper rows fill the columns they have numbers
+records, their intervals by a joint bootstrap over the member tasks' examples,
+then pooled over seeds; paper rows fill the columns they have numbers
 for.
 """
 
@@ -42,7 +44,8 @@ def _pool(values: Sequence[Value]) -> dict:
   ci95 = (bootstrap.over_seeds([v.value for v in values]) if len(values) > 1
           else values[0].ci95)
   return {"mean": mean, "std": std if len(values) > 1 else None,
-          "ci95": None if ci95 is None else [ci95[0], ci95[1]], "n": len(values),
+          "ci95": None if ci95 is None else [ci95[0], ci95[1]],
+          "no_ci95": values[0].no_ci95 if ci95 is None else None, "n": len(values),
           "step": steps.pop() if len(steps) == 1 else None,
           "prompts": max(v.prompts for v in values),
           "prompt_std": sum(prompt_stds) / len(prompt_stds) if prompt_stds else None,
@@ -135,7 +138,19 @@ class Table:
       lines.append(f"| {row.label} | {row.model} | {seeds} | " + " | ".join(cells) + " |")
     notes = [f"Different task definitions, kept apart: {', '.join(self.conflicts())}."
              ] if self.conflicts() else []
+    notes += [f"No 95% interval in {', '.join(rows)}: {reason}."
+              for reason, rows in self.without_interval().items()]
     return "\n".join(lines + ([""] + notes if notes else []))
+
+  def without_interval(self) -> dict[str, list[str]]:
+    """Why cells carry no interval (a quoted number, no saved predictions) -> their rows."""
+    out: dict[str, list[str]] = {}
+    for row in self.rows:
+      for c in self.columns:
+        cell = row.cells.get(c)
+        if cell and cell["ci95"] is None and row.label not in out.get(cell["no_ci95"], []):
+          out.setdefault(cell["no_ci95"], []).append(row.label)
+    return out
 
   def csv(self) -> str:
     import csv  # pylint: disable=g-import-not-at-top

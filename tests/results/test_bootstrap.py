@@ -8,6 +8,8 @@ import pytest
 
 from crosstask import records
 from crosstask.results import bootstrap
+from crosstask.results import intervals
+from crosstask.results import paper as paper_numbers
 from crosstask.results import table
 
 
@@ -61,7 +63,10 @@ def test_a_cell_gets_the_interval_of_the_predictions_saved_beside_it(tmp_path):
   result = table.build([tmp_path / "run"], paper="none", all_metrics=True, resamples=200)
   cells = {c.metric: result.rows[0].cells[c] for c in result.columns}
   low, high = cells["accuracy"]["ci95"]
-  expected = bootstrap.interval(_accuracy(np.array([1.0] * 18 + [0.0] * 12)), 30, 200)[
+  # Drawn with its examples' own seed (SEED mixed with a hash of the logged targets).
+  seed = intervals.example_seed(intervals.logged_outputs(
+      folder / "csl_zh_title_to_category-000050.jsonl"))
+  expected = bootstrap.interval(_accuracy(np.array([1.0] * 18 + [0.0] * 12)), 30, 200, seed)[
       "accuracy"]
   assert (low, high) == pytest.approx(expected) and low < 60.0 < high
   f1_low, f1_high = cells["macro_f1"]["ci95"]
@@ -69,3 +74,30 @@ def test_a_cell_gets_the_interval_of_the_predictions_saved_beside_it(tmp_path):
   assert f"60.00 [{low:.2f}, {high:.2f}]" in result.markdown()
   assert table.build([tmp_path / "run"], paper="none", resamples=0).rows[0].cells[
       result.columns[0]]["ci95"] is None
+
+
+def test_a_computed_baseline_gets_intervals_and_a_quoted_number_says_why_not(tmp_path):
+  """The demo's majority-class baseline is computed over examples: its predictions are saved
+  beside its record and resampled. A number quoted from a paper has none to resample."""
+  from crosstask import demo  # pylint: disable=g-import-not-at-top
+  labels = ["工学"] * 12 + ["理学"] * 18
+  row = {"task": demo.TRAIN_TASK, "baseline": "majority(train)", "examples": 30,
+         "outputs": ([{"category": t} for t in labels], ["工学"] * 30,
+                     [{"category": "工学"}] * 30),
+         "accuracy": 40.0}
+  folder = demo.write_baseline_record(tmp_path, row, None)
+  result = table.build([folder], paper="none", resamples=200)
+  (column,) = result.columns
+  cell = result.rows[0].cells[column]
+  seed = intervals.example_seed(intervals.logged_outputs(
+      folder / f"{demo.TRAIN_TASK}-000000.jsonl"))
+  expected = bootstrap.interval(_accuracy(np.array([1.0] * 12 + [0.0] * 18)), 30, 200, seed)
+  assert cell["mean"] == 40.0 and cell["ci95"] == pytest.approx(list(expected["accuracy"]))
+  # The CSL paper's Δ_m is quoted: its cells carry no interval, and the table says why.
+  quoted = table.Table(paper_numbers.paper_rows(
+      [table.Column("CSL Δ_m 2-1 k=8", "", "test", "")]), [
+          table.Column("CSL Δ_m 2-1 k=8", "", "test", "")])
+  assert all(r.cells[c]["ci95"] is None and r.cells[c]["no_ci95"] == paper_numbers.QUOTED
+             for r in quoted.rows for c in r.cells)
+  assert ("No 95% interval in T5-small (CSL Table 9), T5-base (CSL Table 9): quoted from a "
+          "paper: no examples to resample.") in quoted.markdown()
