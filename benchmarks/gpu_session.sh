@@ -3,25 +3,22 @@
 # wanted first, so a deadline leaves out the least:
 #   1. the profiles of LongLM-large's train step (cudnn, remat dots_attention, scan,
 #      batch 64) and of a greedy decode (batch 32), raw traces kept under $OUT/raw
-#   2. crosstask's training rows: the GPU default, the remat that saves the norms too
-#      (batch 48: 64 ran out of memory), optax AdamW, T5 1.1 large, two layers per
-#      iteration of the layer scan and no scan at all (the scan's copies were 71 ms of a
-#      614 ms step)
-#   3. HF's fastest candidates: fused AdamW with checkpointing at batch 64, and
-#      `generate` compiled with a static cache (it did not compile within 100 s once)
-#   4. the decoding rows with their rooflines (greedy 32 and 128, beam 4; greedy 32 with
-#      the encoder keys cached [b, h, len, d], the product that ran at half the HBM rate;
-#      greedy 32 with the whole while loop one CUDA graph, `graph_while`)
-#   5. the rest, which a deadline may leave out: the cuDNN-vs-XLA attention check, the
-#      other HF settings and the eval-only job (infer / hf-infer)
+#   2. the GPU default's train row; greedy decode at batch 32 as it is, with the whole
+#      while loop one CUDA graph (`graph_while`) and with the encoder keys cached
+#      [b, h, len, d] (`keysfirst`: the product that ran at half the HBM rate)
+#   3. the eval-only job (infer) and HF's loop over the same examples
+#   4. training layouts: the remat that saves the norms too (batch 48), no layer scan,
+#      two layers per scan iteration (the scan's copies were 71 ms of a 614 ms step);
+#      greedy at batch 128 and beam 4; optax AdamW; T5 1.1 large
+#   5. HF's compiled and checkpointed settings (each may take its whole time limit),
+#      the cuDNN-vs-XLA attention check and the other HF settings
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
-# the time-to-quality pair (about 3 minutes; `cp -r ../shared/data .ttq_data` first and
-# carry `.ttq_data`); `--infer` the eval-only job alone, crosstask's and HF's eager and
-# compiled (about 6 minutes); `--quick`, `--quick-profiles`, `--quick-ttq`,
-# `--quick-infer` are CPU smoke runs. The eval-only job reads CSL's dev split and
-# LongLM's vocabulary from $CROSSTASK_DATA_DIR, else from .infer_data/ where that is
-# there (`mkdir .infer_data && cp -r ../shared/data/{csl,vocab} .infer_data`, 3 MB;
-# carry `.infer_data`). Everything goes under
+# the time-to-quality pair (about 3 minutes); `--infer` the eval-only job alone,
+# crosstask's and HF's eager and compiled (about 6 minutes); `--quick`,
+# `--quick-profiles`, `--quick-ttq`, `--quick-infer` are CPU smoke runs. The data root
+# does not travel to the device machine: the eval-only job and time to quality read
+# $CROSSTASK_DATA_DIR, else .gpu_data/ (`cp -r ../shared/data .gpu_data`, 43 MB; carry
+# `.gpu_data`). Everything goes under
 # $OUT (default: a temporary directory); rows the deadline leaves out are recorded as
 # not_run, with the reason.
 #
@@ -41,8 +38,8 @@ if ! "$PY" -c 'import gin' 2>/dev/null; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-if [[ -z "${CROSSTASK_DATA_DIR:-}" && -d .infer_data ]]; then
-  export CROSSTASK_DATA_DIR=$PWD/.infer_data
+if [[ -z "${CROSSTASK_DATA_DIR:-}" && -d .gpu_data ]]; then
+  export CROSSTASK_DATA_DIR=$PWD/.gpu_data
 fi
 
 MODE=${1:-}
@@ -59,15 +56,14 @@ else
 fi
 
 if [[ "$MODE" == "--ttq" || "$MODE" == "--quick-ttq" ]]; then
-  # Time to quality (time_to_quality.py): the data root does not travel to the device
-  # machine; copy it into the ignored .ttq_data/ here (43 MB) and carry that folder.
+  # Time to quality (time_to_quality.py) on the text of every benchmark in the data root.
   if [[ "$MODE" == "--quick-ttq" ]]; then
     TTQ=(--device=cpu --model=tiny --dtype=float32 --steps=12 --batch=4 --lengths=64/16
          --eval_every=6 --threads=1)
   else
     TTQ=(--device=cuda --scan)
   fi
-  "$PY" benchmarks/time_to_quality.py "${TTQ[@]}" --data="${TTQ_DATA:-.ttq_data}" \
+  "$PY" benchmarks/time_to_quality.py "${TTQ[@]}" --data="${CROSSTASK_DATA_DIR:-.gpu_data}" \
     --out="$OUT" | tee -a "$OUT/log.txt"
   exit 0
 fi
@@ -102,17 +98,17 @@ fi
   --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
-  "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan"
-  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:graph_while" "hf-decode:$M:1:$DEC:compile"
-  "decode:$M:1:$DEC:scan:keysfirst"
-  "train:$M:$ATT:dots_attention:$BIG:scan:adamw" "hf-train:$M:$BIG:adamw:ckpt"
-  "decode:$M:1:$((DEC * 4)):scan" "hf-decode:$M:1:$((DEC * 4)):compile"
-  "decode:$M:4:$DEC:scan" "hf-decode:$M:4:$DEC"
-  "train:$LARGE:$ATT:dots_attention:$MID:scan" "hf-train:$M:$B:adamw:compile"
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" "train:$M:$ATT:dots_attention:$BIG"
+  "train:$M:$ATT:dots_attention:$BIG:scan"
+  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:graph_while" "decode:$M:1:$DEC:scan:keysfirst"
+  "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
+  "train:$M:$ATT:dots_attention_norms:$MID:scan" "train:$M:$ATT:dots_attention:$BIG"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2"
+  "decode:$M:1:$((DEC * 4)):scan" "decode:$M:4:$DEC:scan"
+  "train:$M:$ATT:dots_attention:$BIG:scan:adamw" "train:$LARGE:$ATT:dots_attention:$MID:scan"
+  "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$((DEC * 4)):compile"
+  "hf-decode:$M:4:$DEC" "hf-train:$M:$B:adamw:compile"
   check "hf-train:$M:$B:adamw" "hf-train:$M:$B"
   "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
-  "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
 )
 "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \
   --out="$OUT/gpu.json" --rows "${ROWS[@]}" | tee -a "$OUT/log.txt"
