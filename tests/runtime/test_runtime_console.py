@@ -32,9 +32,12 @@ def test_results_prints_only_its_table(tmp_path):
                         check=False)
   assert done.returncode == 0, done.stderr[-3000:]
   assert done.stderr == '' and not rs.noise_in(done.stdout), done.stderr[-3000:]
-  lines = done.stdout.strip().splitlines()
+  # The table, then the table's own note on the cell it could give no interval.
+  table, _, notes = done.stdout.strip().partition('\n\n')
+  lines = table.splitlines()
   assert lines and all(line.startswith('|') for line in lines), done.stdout
   assert '| run | - | 0 | 60.00 |' in lines
+  assert notes == 'No 95% interval in run: no saved predictions to resample.', done.stdout
 
 
 def test_unactionable_library_warnings_are_dropped_and_others_kept():
