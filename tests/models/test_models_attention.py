@@ -49,7 +49,9 @@ def _packed_batch():
 @functools.cache
 def _params():
   enc, tgt, dec, _, _ = _packed_batch()
-  return nn.meta.unbox(Transformer(CFG).init(jax.random.PRNGKey(0), enc, dec)["params"])
+  # Under jit: one compile instead of one per operation of an eager init.
+  return jax.jit(lambda rng: nn.meta.unbox(Transformer(CFG).init(rng, enc, dec)["params"]))(
+      jax.random.PRNGKey(0))
 
 
 @functools.cache
