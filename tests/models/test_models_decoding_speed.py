@@ -2,6 +2,7 @@
 scanned stack decoding unrolled give the tokens the plain program gives."""
 
 import dataclasses
+import functools
 import types
 
 import flax.linen as nn
@@ -32,12 +33,17 @@ def _batch(b=3, enc_len=10, dec_len=7):
           "decoder_target_tokens": dec}
 
 
+@functools.cache
 def _params(cfg):
+  """Initialised once per module, under jit (an eager init compiles every operation)."""
   b = _batch()
-  variables = Transformer(cfg).init(jax.random.PRNGKey(0), b["encoder_input_tokens"],
-                                    b["decoder_input_tokens"])
-  # Weights well away from bf16's grid, so a cast in the wrong place would show.
-  return jax.tree.map(lambda x: x * 1.37, nn.meta.unbox(variables["params"]))
+
+  @jax.jit
+  def init(rng):
+    variables = Transformer(cfg).init(rng, b["encoder_input_tokens"], b["decoder_input_tokens"])
+    # Weights well away from bf16's grid, so a cast in the wrong place would show.
+    return jax.tree.map(lambda x: x * 1.37, nn.meta.unbox(variables["params"]))
+  return init(jax.random.PRNGKey(0))
 
 
 def test_only_the_weights_read_in_the_compute_dtype_are_cast():

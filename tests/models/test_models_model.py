@@ -40,8 +40,10 @@ def _batch(seed=0, b=3, enc_len=10, dec_len=6):
 
 @pytest.fixture(scope="module")
 def params():
-  return _model().get_initial_variables(jax.random.PRNGKey(0), {
-      "encoder_input_tokens": (1, 10), "decoder_input_tokens": (1, 6)})["params"]
+  # Under jit: one compile instead of one per operation of an eager init.
+  return jax.jit(lambda rng: _model().get_initial_variables(rng, {
+      "encoder_input_tokens": (1, 10), "decoder_input_tokens": (1, 6)})["params"])(
+          jax.random.PRNGKey(0))
 
 
 def _manual(params, batch, ls=0.0, z=0.0):

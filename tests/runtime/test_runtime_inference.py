@@ -23,8 +23,10 @@ VOCAB = types.SimpleNamespace(eos_id=1, vocab_size=300)
 
 def test_a_partial_last_batch_decodes_like_the_model_and_autotuning_is_off(monkeypatch):
   model = model_lib.EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB)
-  boxed = model.get_initial_variables(jax.random.key(0), {
-      "encoder_input_tokens": (1, 12), "decoder_input_tokens": (1, 6)})["params"]
+  # Under jit: one compile instead of one per operation of an eager init.
+  boxed = jax.jit(lambda rng: model.get_initial_variables(rng, {
+      "encoder_input_tokens": (1, 12), "decoder_input_tokens": (1, 6)})["params"])(
+          jax.random.key(0))
   params = nn.unbox(boxed)
   rng = np.random.default_rng(0)
   n = 11  # one full batch of 8 and 3 rows padded to 8
@@ -47,7 +49,7 @@ def test_a_partial_last_batch_decodes_like_the_model_and_autotuning_is_off(monke
   assert read == [False]  # the one pass over the set, without autotuning
   assert ds.options().autotune.enabled is not False  # the caller's dataset is unchanged
   assert [i for i, _ in out] == list(range(n))
-  want = np.asarray(model.predict_batch(params, {k: feats[k] for k in (
+  want = np.asarray(jax.jit(model.predict_batch)(params, {k: feats[k] for k in (
       "encoder_input_tokens", "decoder_input_tokens")}))
   assert [t for _, t in out] == want.tolist()
   scores = runner.score(params, ds)
