@@ -178,8 +178,8 @@ def _csl_setting(run: Run) -> str | None:
     return "few"
   ckpt = pathlib.Path(start)
   model_dir = ckpt.parent if ckpt.name.startswith("checkpoint_") else ckpt
-  stage = saved_run.saved_macros(model_dir).get("STAGE")
-  return "+meta" if stage is not None and saved_run.plain(stage) == "meta" else "few"
+  stage = saved_run.bound(saved_run.saved_macros(model_dir), "STAGE")
+  return "+meta" if stage == "meta" else "few"
 
 
 def _csl_episodes(row: Row):

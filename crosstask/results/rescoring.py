@@ -139,9 +139,9 @@ def _config_vocabulary(path: pathlib.Path) -> str | None:
   """VOCABULARY_PATH of the run that wrote `path`: infer's config beside it, or the
   training run's above its inference_eval/ folder."""
   for folder in (path.parent, path.parent.parent):
-    value = saved_run.saved_macros(folder).get("VOCABULARY_PATH", "None")
-    if value != "None":
-      return saved_run.plain(value)
+    vocabulary = saved_run.bound(saved_run.saved_macros(folder), "VOCABULARY_PATH")
+    if vocabulary is not None:
+      return vocabulary
   return None
 
 

@@ -50,9 +50,10 @@ def _config_texts(run_dir: pathlib.Path) -> list[str]:
   for text in list(texts):
     macros = saved_run.macros(text)
     for name in ("CHECKPOINT_PATH", "INITIAL_CHECKPOINT_PATH"):
-      if macros.get(name, "None") == "None":
+      path = saved_run.bound(macros, name)
+      if path is None:
         continue
-      ckpt = pathlib.Path(saved_run.plain(macros[name]))
+      ckpt = pathlib.Path(path)
       model_dir = ckpt.parent if ckpt.name.startswith("checkpoint_") else ckpt
       found = saved_run.config_file(model_dir)
       if found is not None and model_dir.resolve() != run_dir.resolve():

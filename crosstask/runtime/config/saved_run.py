@@ -17,7 +17,7 @@ import dataclasses
 import os
 import pathlib
 import re
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from crosstask.runtime.config import gin_utils
 
@@ -105,6 +105,13 @@ def plain(value: str) -> str:
   return literal if isinstance(literal, str) else value
 
 
+def bound(saved: Mapping[str, str], name: str) -> str | None:
+  """The string macro `name` binds in `saved` (its `macros`; see `plain`); None where it is not
+  bound or bound to None."""
+  text = saved.get(name, 'None')
+  return None if text == 'None' else plain(text)
+
+
 def carried_bindings(config_path: str) -> list[str]:
   """`NAME = value` for each carried macro, as the saved configuration binds it (None
   where it binds none)."""
@@ -121,6 +128,6 @@ def trained_on(checkpoint_path: str | os.PathLike | None) -> list[str]:
   path = pathlib.Path(os.fspath(checkpoint_path))
   for folder in (path, path.parent):
     if config_file(folder) is not None:
-      name = saved_macros(folder).get('MIXTURE_OR_TASK_NAME', 'None')
-      return [] if name == 'None' else [plain(name)]
+      name = bound(saved_macros(folder), 'MIXTURE_OR_TASK_NAME')
+      return [] if name is None else [name]
   return []
