@@ -74,8 +74,8 @@ def compiled_memory(policy: str, batch: int, length: int, scheduler: str = "memo
   from crosstask.runtime.config import model_gin as gin_models
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
-  from crosstask.runtime.state import optimizers
   from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.state import optimizers
   from crosstask.runtime.state import trainer as trainer_lib
 
   config = gin_models.config_from_gin(model_gin,

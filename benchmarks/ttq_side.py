@@ -60,9 +60,9 @@ class CrosstaskSide:
     from crosstask.models import hf_import
     from crosstask.models.model import EncoderDecoderModel
     from crosstask.models.network import Transformer
-    from crosstask.runtime.state import optimizers
     from crosstask.runtime.config import run as run_lib
     from crosstask.runtime.sharding import partitioning
+    from crosstask.runtime.state import optimizers
     from crosstask.runtime.state import trainer as trainer_lib
     self.jax = jax
     config = hf_import.config_from_hf(json.loads((folder / "config.json").read_text()),

@@ -62,9 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')
   # pylint: disable-next=g-import-not-at-top
+  from crosstask.runtime.config import gin_utils
   from crosstask.runtime.jobs import aot
   from crosstask.runtime.sharding import compile_report
-  from crosstask.runtime.config import gin_utils
   from crosstask.runtime.sharding import topology
   files, bindings, _, other = gin_utils.split_args(argv)
   topology_name = other.pop('topology', None)

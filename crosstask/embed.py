@@ -17,11 +17,11 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime.state import checkpoints
-from crosstask.runtime.jobs import embedding
 from crosstask.runtime.config import gin_utils
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.jobs import embedding
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import checkpoints
 
 
 def _as_list(value, what: str) -> list[str]:

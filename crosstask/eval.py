@@ -7,9 +7,9 @@ On a trained run, its saved config gives model, vocabulary, task and lengths:
 import functools
 
 from crosstask import report_guard
-from crosstask.runtime.jobs import eval_lib
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.config import saved_run
+from crosstask.runtime.jobs import eval_lib
 
 
 def main() -> None:

@@ -8,8 +8,8 @@ import functools
 
 from crosstask import report_guard
 from crosstask.runtime.config import gin_utils
-from crosstask.runtime.jobs import infer_lib
 from crosstask.runtime.config import saved_run
+from crosstask.runtime.jobs import infer_lib
 
 
 def main() -> None:

@@ -16,10 +16,10 @@ import gin
 import jax
 
 from crosstask.metrics.scirepeval import ranking
-from crosstask.runtime.state import checkpoints
 from crosstask.runtime.config import gin_utils
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.jobs import relevance_lib
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import checkpoints
 
 
 def _relevance(model, restore_checkpoint_cfg, partitioner, texts, batch_size, max_length):

@@ -264,11 +264,11 @@ def _saved():
     import jax
     import seqio
     from crosstask.models import config as config_lib, model as model_lib, network
+    from crosstask.runtime.config import run as run_lib
+    from crosstask.runtime.sharding import partitioning
     from crosstask.runtime.state import checkpoints
     from crosstask.runtime.state import optimizers
-    from crosstask.runtime.sharding import partitioning
     from crosstask.runtime.state import trainer as trainer_lib
-    from crosstask.runtime.config import run as run_lib
 
     def make(d_model):
       cfg = config_lib.TransformerConfig(
@@ -426,8 +426,8 @@ def _microbatches():
 
 
 def _initial_checkpoint_cfg():
-  from crosstask.runtime.state import checkpoints
   from crosstask.runtime.jobs import train_lib
+  from crosstask.runtime.state import checkpoints
   train_lib.check_initial_checkpoint(
       checkpoints.RestoreCheckpointConfig('/ckpt', params_only=False))
 

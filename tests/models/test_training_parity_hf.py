@@ -60,11 +60,11 @@ from crosstask.models import config as config_lib
 from crosstask.models import hf_import
 from crosstask.models import model as model_lib
 from crosstask.models import network
+from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import adafactor
 from crosstask.runtime.state import optimizers
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import trainer as trainer_lib
-from crosstask.runtime.config import run as run_lib
 
 STEPS = 50
 BATCH, ENC_LEN, DEC_LEN = 8, 24, 16

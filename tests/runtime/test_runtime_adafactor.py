@@ -157,10 +157,10 @@ def test_optimizer_state_of_t5_small_drops_to_the_factored_statistics():
 def test_a_state_built_outside_the_trainer_from_explicit_axes_restores_into_it(tmp_path):
   """`tx.init` anywhere gives the Trainer's state: nothing reaches the optimizer but its
   arguments, so the state a caller builds restores into `Trainer.abstract_state()`."""
-  from crosstask.runtime.state import checkpoints
-  from crosstask.runtime.sharding import partitioning
-  from crosstask.runtime.state import trainer as trainer_lib
   from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.sharding import partitioning
+  from crosstask.runtime.state import checkpoints
+  from crosstask.runtime.state import trainer as trainer_lib
   cfg = config_lib.TransformerConfig(
       vocab_size=264, d_model=128, d_ff=160, num_heads=4, d_kv=32, num_encoder_layers=1,
       num_decoder_layers=1, activations=('gelu', 'linear'), dtype='float32')

@@ -11,11 +11,11 @@ from crosstask.models import config as config_lib
 from crosstask.models import layer_stacking
 from crosstask.models import model as model_lib
 from crosstask.models import network
+from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import checkpoints
 from crosstask.runtime.state import optimizers
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import trainer as trainer_lib
-from crosstask.runtime.config import run as run_lib
 
 LENGTHS = {'inputs': 16, 'targets': 16}
 CFG = config_lib.TransformerConfig(

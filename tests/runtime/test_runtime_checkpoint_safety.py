@@ -18,13 +18,13 @@ import runtime_subprocess as rs
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
-from crosstask.runtime.state import checkpoints
-from crosstask.runtime.data import pipeline as data
-from crosstask.runtime.state import optimizers
-from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.state import trainer as trainer_lib
 from crosstask.runtime.config import platform
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.state import optimizers
+from crosstask.runtime.state import trainer as trainer_lib
 
 _ASYNC_KILLED = textwrap.dedent('''
     import asyncio, sys

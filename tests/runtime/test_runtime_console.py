@@ -8,8 +8,8 @@ import pytest
 
 import runtime_subprocess as rs
 from crosstask import records
-from crosstask.runtime.report import console
 from crosstask.runtime.config import platform
+from crosstask.runtime.report import console
 
 def _user_env() -> dict[str, str]:
   """The test environment without the log-level setting a user would not have made."""

@@ -10,10 +10,10 @@ import pytest
 from crosstask.models.config import TransformerConfig
 from crosstask.models.model import EncoderDecoderModel
 from crosstask.models.network import Transformer
-from crosstask.runtime.jobs import embedding
-from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.jobs import relevance_lib
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.jobs import embedding
+from crosstask.runtime.jobs import relevance_lib
+from crosstask.runtime.sharding import partitioning
 
 CFG = TransformerConfig(vocab_size=48, d_model=32, d_ff=64, num_heads=4, d_kv=8,
                         num_encoder_layers=2, num_decoder_layers=1, dropout_rate=0.0,

@@ -20,10 +20,10 @@ import runtime_helpers as rh
 import runtime_subprocess as rs
 from crosstask.models import config as config_lib
 from crosstask.models import network
-from crosstask.runtime.state import checkpoints
-from crosstask.runtime.report import faults
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.jobs import train_lib
+from crosstask.runtime.report import faults
+from crosstask.runtime.state import checkpoints
 
 
 
@@ -141,10 +141,10 @@ def test_nonfinite_batches_skipped_when_asked(tmp_path, capsys):
 
 def test_nonfinite_step_applies_no_update():
   """Inside the jitted step: parameters and optimizer state stay, the step advances."""
-  from crosstask.runtime.state import optimizers
-  from crosstask.runtime.sharding import partitioning
-  from crosstask.runtime.state import trainer as trainer_lib
   from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.sharding import partitioning
+  from crosstask.runtime.state import optimizers
+  from crosstask.runtime.state import trainer as trainer_lib
   run = run_lib.resolve(_poisoned_model(), partitioning.Partitioner(), batch_size=8,
                         lengths={'inputs': 16, 'targets': 16})
   tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes)

@@ -15,8 +15,8 @@ import seqio
 import tensorflow as tf
 
 from crosstask import paths
-from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.data import input_state
+from crosstask.runtime.data import pipeline as data
 from crosstask.tasks import BENCHMARKS
 
 

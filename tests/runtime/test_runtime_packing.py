@@ -8,8 +8,8 @@ import pytest
 import seqio
 import tensorflow as tf
 
-from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.data import packing
+from crosstask.runtime.data import pipeline as data
 
 LENGTHS = {"inputs": 16, "targets": 6}
 

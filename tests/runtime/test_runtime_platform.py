@@ -25,9 +25,9 @@ from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.config import host_memory
+from crosstask.runtime.config import platform
 from crosstask.runtime.predict import inference
 from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.config import platform
 
 CFG = TransformerConfig(vocab_size=300, d_model=64, d_ff=128, num_heads=4, d_kv=16,
                         num_encoder_layers=2, num_decoder_layers=2, dropout_rate=0.0,

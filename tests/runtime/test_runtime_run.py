@@ -7,10 +7,10 @@ import pytest
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
-from crosstask.runtime.state import optimizers
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.config import platform
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import optimizers
 from crosstask.runtime.state import trainer as trainer_lib
 from crosstask.vocabularies import get as get_vocabulary
 

@@ -19,8 +19,8 @@ import jax
 
 from crosstask.models import hf_import
 from crosstask.models.config import TransformerConfig
-from crosstask.runtime.report import console
 from crosstask.runtime.config import gin_utils
+from crosstask.runtime.report import console
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 

@@ -16,11 +16,11 @@ from typing import Any, Mapping
 import flax.linen as nn
 import jax
 
-from crosstask.runtime.data import batching
-from crosstask.runtime.report import console
-from crosstask.runtime.data import pipeline as data
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.config import platform
+from crosstask.runtime.data import batching
+from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.report import console
+from crosstask.runtime.sharding import partitioning
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,13 +21,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from crosstask.runtime.sharding import compile_report
 from crosstask.runtime.config import gin_utils
-from crosstask.runtime.sharding import model_flops
-from crosstask.runtime.state import optimizers
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.sharding import compile_report
+from crosstask.runtime.sharding import model_flops
+from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.sharding import topology as topology_lib
+from crosstask.runtime.state import optimizers
 from crosstask.runtime.state import trainer as trainer_lib
 
 GIB = topology_lib.GIB

@@ -12,11 +12,11 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from crosstask.runtime.data import batching
-from crosstask.runtime.state import checkpoints
-from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.jobs import restoring
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.data import batching
+from crosstask.runtime.jobs import restoring
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import checkpoints
 
 POOLINGS = ('mean', 'first')
 

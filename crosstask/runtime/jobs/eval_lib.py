@@ -2,12 +2,12 @@
 
 import gin
 
-from crosstask.runtime.state import checkpoints
-from crosstask.runtime.report import console
-from crosstask.runtime.predict import evaluation
 from crosstask.runtime.config import gin_utils
-from crosstask.runtime.report import progress
 from crosstask.runtime.jobs import restoring
+from crosstask.runtime.predict import evaluation
+from crosstask.runtime.report import console
+from crosstask.runtime.report import progress
+from crosstask.runtime.state import checkpoints
 
 
 @gin.configurable(module='eval_script')

@@ -7,12 +7,12 @@ import os
 import gin
 import numpy as np
 
-from crosstask.runtime.state import checkpoints
-from crosstask.runtime.report import console
-from crosstask.runtime.data import pipeline as data
-from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.config import gin_utils
+from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.jobs import restoring
+from crosstask.runtime.predict import fingerprint
+from crosstask.runtime.report import console
+from crosstask.runtime.state import checkpoints
 
 
 def _text(ex: dict, key: str, vocab) -> str:

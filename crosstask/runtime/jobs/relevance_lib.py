@@ -11,11 +11,11 @@ from typing import Any, Mapping, Sequence
 import jax
 import numpy as np
 
+from crosstask.runtime.config import run as run_lib
 from crosstask.runtime.data import batching
-from crosstask.runtime.state import checkpoints
 from crosstask.runtime.jobs import embedding
 from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.state import checkpoints
 
 
 class TargetScorer:

@@ -10,12 +10,12 @@ from typing import Any
 
 import gin
 
-from crosstask.runtime.state import checkpoints
+from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.config import saved_run
 from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.predict import inference
 from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.config import run as run_lib
-from crosstask.runtime.config import saved_run
+from crosstask.runtime.state import checkpoints
 
 
 # (names the run trains on or its checkpoint was trained on, reported task, split) ->

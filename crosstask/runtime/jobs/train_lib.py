@@ -15,21 +15,21 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime.data import batching
-from crosstask.runtime.state import checkpoints
-from crosstask.runtime.report import console
-from crosstask.runtime.data import pipeline as data
-from crosstask.runtime.report import faults
 from crosstask.runtime.config import gin_utils
-from crosstask.runtime.predict import inference
-from crosstask.runtime.data import input_state
-from crosstask.runtime.sharding import model_flops
-from crosstask.runtime.state import optimizers
-from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.report import progress
-from crosstask.runtime.jobs import restoring
 from crosstask.runtime.config import run as run_lib
 from crosstask.runtime.config import saved_run
+from crosstask.runtime.data import batching
+from crosstask.runtime.data import input_state
+from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.jobs import restoring
+from crosstask.runtime.predict import inference
+from crosstask.runtime.report import console
+from crosstask.runtime.report import faults
+from crosstask.runtime.report import progress
+from crosstask.runtime.sharding import model_flops
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import checkpoints
+from crosstask.runtime.state import optimizers
 from crosstask.runtime.state import trainer as trainer_lib
 
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from crosstask import records
 from crosstask.runtime.data import pipeline as data
-from crosstask.runtime.predict import inference
 from crosstask.runtime.predict import fingerprint
+from crosstask.runtime.predict import inference
 
 
 def _scalar(v: Any) -> float | None:

@@ -9,9 +9,9 @@ from typing import Any, Callable, Iterator
 import jax
 import numpy as np
 
+from crosstask.runtime.config import platform
 from crosstask.runtime.data import batching
 from crosstask.runtime.sharding import partitioning
-from crosstask.runtime.config import platform
 
 MODEL_KEYS = ('encoder_input_tokens', 'decoder_input_tokens', 'decoder_target_tokens',
               'decoder_loss_weights', 'encoder_segment_ids', 'decoder_segment_ids',

@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import optax
 
 from crosstask.runtime.config import host_memory
-from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.config import platform
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.sharding import partitioning
 
 State = dict[str, Any]
 

@@ -11,8 +11,8 @@ import pytest
 import runtime_subprocess as rs
 from crosstask import paths
 from crosstask.metrics import rank_classification
-from crosstask.runtime.jobs import best_checkpoint
 from crosstask.runtime.config import saved_run
+from crosstask.runtime.jobs import best_checkpoint
 from crosstask.tasks.clue import submissions
 
 TASK = "fewclue_eprstmt_rank"

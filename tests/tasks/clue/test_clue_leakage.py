@@ -76,9 +76,9 @@ def test_a_job_refuses_test_public_of_a_checkpoint_trained_on_its_source(tmp_pat
   """The runtime reads what the checkpoint's run trained on (its operative_config.gin) and
   hands it to the guard the entry point passes, before the job reads anything."""
   import crosstask.tasks.clue  # noqa: F401  pylint: disable=g-import-not-at-top
-  from crosstask.runtime.state import checkpoints  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime.jobs import restoring  # pylint: disable=g-import-not-at-top
   from crosstask.runtime.config import saved_run  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.jobs import restoring  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.state import checkpoints  # pylint: disable=g-import-not-at-top
   run = tmp_path / "run"
   (run / "checkpoint_8").mkdir(parents=True)
   (run / "operative_config.gin").write_text("MIXTURE_OR_TASK_NAME = 'clue_classification'\n")

@@ -227,8 +227,8 @@ def test_every_benchmark_imports_under_a_locked_gin_config():
 
 def test_a_run_says_which_vocabulary_copy_of_its_task_it_reads(sample_sp, capsys):
   from crosstask import vocabularies  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime.data import pipeline as data  # pylint: disable=g-import-not-at-top
   from crosstask.runtime.config import run as run_lib  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.data import pipeline as data  # pylint: disable=g-import-not-at-top
   cfg = data.DatasetConfig("csl_zh_abstract_to_title", {"inputs": 8, "targets": 8}, "train", 8,
                            False, 0, module="crosstask.tasks.csl")
   resolved = run_lib.resolve(_model(vocabularies.get(sample_sp), 2432), datasets={"train": cfg})

@@ -54,10 +54,10 @@ def write_search(root: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
 def write_init_checkpoint(model_gin: str, directory: pathlib.Path, return_model: bool = False):
   """A step-0 checkpoint of the gin model's random initialisation (no training needed)."""
   import gin  # pylint: disable=g-import-not-at-top
-  from crosstask.runtime.state import checkpoints
   from crosstask.runtime.config import gin_utils
-  from crosstask.runtime.state import optimizers
   from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.state import checkpoints
+  from crosstask.runtime.state import optimizers
   from crosstask.runtime.state import trainer as trainer_lib
   gin.clear_config()
   try:
