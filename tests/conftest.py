@@ -4,20 +4,12 @@ official-data fixture."""
 import os
 import tempfile
 
+import xla_test_flags
+
 # Must be set before JAX initialises its backend, so here, before any test imports jax.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-_flags = os.environ.get("XLA_FLAGS", "")
-if "xla_force_host_platform_device_count" not in _flags:
-  _flags = (_flags + " --xla_force_host_platform_device_count=8").strip()
-# Compile time is most of a cold run's time (an empty persistent cache, as on CI): without
-# LLVM's optimisations XLA:CPU compiles the tests' programs in about half the CPU time
-# (four compile-heavy modules cold: 206 -> 97 CPU s). The HLO passes (fusion, scheduling,
-# memory plans, the decoding options' rewrites the tests look for) are unchanged, and so
-# are the numbers: no fast-math either way, so LLVM may not reorder floating point.
-# Subprocesses started through runtime_subprocess.env() set their own XLA_FLAGS.
-if "xla_backend_optimization_level" not in _flags:
-  _flags += " --xla_backend_optimization_level=0"
-os.environ["XLA_FLAGS"] = _flags
+# Virtual devices and the compile-speed flags: see xla_test_flags.py.
+os.environ["XLA_FLAGS"] = xla_test_flags.flags(8, os.environ.get("XLA_FLAGS", ""))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # One JAX persistent compilation cache for both xdist workers and every subprocess a
 # test starts (they inherit the environment): the tests compile the same small

@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import xla_test_flags
+
 TESTS = pathlib.Path(__file__).resolve().parent
 REPO = TESTS.parent
 TINY = str(TESTS / 'runtime_configs' / 'tiny_model.gin')
@@ -24,7 +26,7 @@ def noise_in(text: str) -> list[str]:
 
 def env() -> dict[str, str]:
   e = dict(os.environ)
-  e.update(JAX_PLATFORMS='cpu', XLA_FLAGS='--xla_force_host_platform_device_count=8',
+  e.update(JAX_PLATFORMS='cpu', XLA_FLAGS=xla_test_flags.flags(8),
            TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1',
            PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]))
   # JAX's persistent compile cache comes with os.environ: conftest.py set it for the run.

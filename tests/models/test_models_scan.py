@@ -77,7 +77,7 @@ def test_scanned_equals_unscanned_in_logits_loss_and_gradients():
   s_loss, s_logits, s_grads = _loss_logits_grads(SCANNED, layer_stacking.stack_layers(_params()))
   np.testing.assert_allclose(s_logits, logits, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(s_loss, loss, rtol=1e-6)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5),
                s_grads, layer_stacking.stack_layers(grads))
 
 
@@ -88,7 +88,7 @@ def test_an_unrolled_scan_computes_the_same_and_refuses_nonsense():
   u_loss, u_logits, u_grads = _loss_logits_grads(two, layer_stacking.stack_layers(_params()))
   np.testing.assert_allclose(u_logits, logits, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(u_loss, loss, rtol=1e-6)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5),
                u_grads, grads)
   # And it does unroll: two layers per iteration make another program.
   b, stacked = _batch(), layer_stacking.stack_layers(_params())

@@ -13,6 +13,7 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import runtime_subprocess as rs
+import xla_test_flags
 from crosstask.runtime.data import batching
 
 
@@ -73,7 +74,7 @@ def test_two_hosts_on_a_mesh_that_is_not_host_major_compute_every_row_once(tmp_p
     s.bind(("localhost", 0))
     port = s.getsockname()[1]
   env = rs.env()
-  env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+  env["XLA_FLAGS"] = xla_test_flags.flags(4)
   procs = [subprocess.Popen([sys.executable, "-c", _TWO_HOSTS], cwd=rs.REPO,
                             env={**env, **rs.slurm_env(i, 2, port)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
            for i in (0, 1)]

@@ -11,6 +11,7 @@ import jax
 import pytest
 
 import runtime_subprocess as rs
+import xla_test_flags
 import multihost_input_worker as worker
 import test_runtime_partitioning as tp
 from test_runtime_multiprocess import _free_port
@@ -22,7 +23,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 @pytest.mark.slow
 def test_hosts_load_the_rows_their_devices_hold_on_meshes_that_are_not_host_major(tmp_path):
   env = rs.env()
-  env['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'
+  env['XLA_FLAGS'] = xla_test_flags.flags(4)
   env['PYTHONPATH'] = os.pathsep.join([str(HERE), env['PYTHONPATH']])
   port = _free_port()
   outs = [tmp_path / f'{i}.json' for i in range(2)]

@@ -18,6 +18,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 import runtime_subprocess as rs
+import xla_test_flags
 
 STEPS = 6
 FLAGS = ("--gin.MIXTURE_OR_TASK_NAME='runtime_copy'", '--gin.SHUFFLE=False', '--gin.PACK=False',
@@ -33,7 +34,7 @@ def _free_port() -> int:
 
 def _start(model_dir, steps, log, process: tuple[int, int]):
   env = rs.env()
-  env['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'
+  env['XLA_FLAGS'] = xla_test_flags.flags(4)
   pid, port = process
   env.update(rs.slurm_env(pid, 2, port))  # As srun starts a task: only MULTIHOST is set.
   cmd = rs.train_cmd(model_dir, steps, *FLAGS, '--gin.MULTIHOST=True')
