@@ -106,7 +106,7 @@ def row_config(row: gpu_spec.Row, **overrides: Any):
 
 
 def train_workload(row: gpu_spec.Row, lengths: Lengths):
-  """(Trainer, packed batch on the host) of a train row: T5X's loss with z-loss, the
+  """(Trainer, packed batch on the host, its Run) of a train row: T5X's loss with z-loss, the
   row's optimizer, one default Partitioner, resolved into a Run as `crosstask.train`
   resolves its own."""
   from crosstask.models.model import EncoderDecoderModel
@@ -118,12 +118,29 @@ def train_workload(row: gpu_spec.Row, lengths: Lengths):
                         batch_size=row.batch, pack=True,
                         lengths={'inputs': lengths.inputs, 'targets': lengths.targets})
   data = gpu_workload.packed_batch(row.batch, lengths.inputs, lengths.targets, cfg.vocab_size)
-  return trainer_lib.Trainer(run, *optimizer(row.optimizer, run)), data
+  return trainer_lib.Trainer(run, *optimizer(row.optimizer, run)), data, run
+
+
+def prediction(trainer, run, device_kind: str) -> dict[str, Any]:
+  """What `crosstask.compile` predicts for the step this row compiled and ran (its
+  roofline: model FLOPs at the chip's bf16 peak, HBM bytes at full bandwidth), so each
+  train row sets the prediction beside the measured step; none for a chip not in the
+  runtime's table (the CPU)."""
+  from crosstask.runtime.jobs import aot
+  from crosstask.runtime.sharding import topology
+  chip = topology.chip_for_device_kind(device_kind)
+  if chip is None:
+    return {'predicted_step_s': None, 'prediction_note': f'no chip entry for {device_kind!r}'}
+  report = aot.report_programs(trainer, run, {'train_step': trainer.compiled_train_step},
+                               chip=chip, topology='local')
+  return {'predicted_step_s': report.predicted_step_s, 'predicted_mfu': report.predicted_mfu,
+          'predicted_bound': report.predicted_bound,
+          'predicted_terms_s': report.predicted_terms_s}
 
 
 def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
   import jax
-  trainer, data = train_workload(row, lengths)
+  trainer, data, run = train_workload(row, lengths)
   start = time.perf_counter()
   holder = {'state': trainer.init_state(0)}
   jb = jax.device_put(data)
@@ -136,8 +153,9 @@ def row_train(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]
   compile_s = time.perf_counter() - start
   times = gpu_workload.timed(step, steps, jax.block_until_ready)
   loss = float(step()['loss'])
+  device = jax.devices()[0].device_kind
   return {'times': times, 'compile_s': compile_s, 'loss': loss, 'peak_gib': jax_peak_gib(),
-          'device': jax.devices()[0].device_kind}
+          'device': device, **prediction(trainer, run, device)}
 
 
 def decoding_model(cfg, beams: int):

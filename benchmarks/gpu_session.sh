@@ -25,8 +25,9 @@
 #   benchmarks/gpu_session.sh                 # on the GPU machine, from the repository root
 #   benchmarks/gpu_session.sh --quick         # the same script on a CPU: tiny model, short
 #
-# gin-config is not in the device image: carry it as a wheel in .whl/ (see
-# benchmarks/README.md, GPU); it is installed from there when `import gin` fails.
+# gin-config is not in the device image: carry it as a wheel in .whl/ (`pip download
+# --no-deps --python-version 3.12 -d .whl gin-config==0.5.0`); it is installed from
+# there when `import gin` fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}

@@ -52,7 +52,7 @@ _CONTAINERS = ('conditional', 'while', 'call')
 def capture(row: gpu_spec.Row, lengths: Lengths, steps: int, logdir: str):
   """(HLO text of the compiled step, seconds per step) after tracing `steps` steps."""
   import jax
-  trainer, data = gpu_crosstask.train_workload(row, lengths)
+  trainer, data, _ = gpu_crosstask.train_workload(row, lengths)
   partitioner = trainer.partitioner
   state, batch, key = trainer.init_state(0), jax.device_put(data), jax.random.key(0)
   compiled = trainer.compile_train_step(state, batch, key)

@@ -185,11 +185,24 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
         hbm_gib=float(chip.hbm_gib) if chip is not None else overflow[1],
         params_gib=params_bytes / GIB, opt_state_gib=opt_bytes / GIB,
         compile_s=time.perf_counter() - start, error=str(e).strip().splitlines()[0][:500])
-  compile_s = time.perf_counter() - start
+  return report_programs(trainer, job, programs, chip=chip, topology=topology, step=step,
+                         compile_s=time.perf_counter() - start)
+
+
+def report_programs(trainer: trainer_lib.Trainer, job: run_lib.Run,
+                    programs: Mapping[str, Any], *, chip: topology_lib.Chip | None,
+                    topology: str, step: str = 'train', compile_s: float = 0.0
+                    ) -> compile_report.Report:
+  """The report on programs already compiled for `job` (e.g. the train step a run has
+  just compiled, `Trainer.compiled_train_step`), with the roofline prediction for `chip`:
+  how a measured step is set beside what `crosstask.compile` predicts for it."""
+  state = trainer.abstract_state()
   result = compile_report.report(
-      programs, chip=chip, devices=devices, topology=topology, step=step,
-      layout=layout_name, batch_size=job.batch_size, lengths=job.lengths,
-      params_bytes=params_bytes, opt_state_bytes=opt_bytes if step == 'train' else 0,
+      programs, chip=chip, devices=list(trainer.partitioner.mesh.devices.flat),
+      topology=topology, step=step, layout=trainer.partitioner.layout,
+      batch_size=job.batch_size, lengths=job.lengths,
+      params_bytes=per_chip_bytes(state['params']),
+      opt_state_bytes=per_chip_bytes(state['opt_state']) if step == 'train' else 0,
       compile_s=compile_s, **_step_flops(job, step))
   result.model_options = model_options(job)
   return result

@@ -172,6 +172,12 @@ class Trainer:
                                           self.compiler_options)
         raise
 
+  @property
+  def compiled_train_step(self) -> Any:
+    """The compiled step `train_step` runs (None before its first call): its program,
+    memory plan and cost, without compiling it again."""
+    return self._step
+
   def train_step(self, state: State, batch: Mapping[str, jax.Array], rng) -> tuple[State, dict]:
     if self._step is None:
       self._step = self.compile_train_step(state, batch, rng)
