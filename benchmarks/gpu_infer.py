@@ -1,15 +1,16 @@
 """The eval-only job end to end: CSL abstract -> title over a real split, crosstask vs HF.
 
 Why: a researcher waits on the whole job, not on the decoding loop alone. crosstask's
-side is the steps `python -m crosstask.infer` takes, on the TF-free input path (the GPU
-image has no TensorFlow): the task's records read and laid out (`csl.tasks.plain_task`),
-tokenized and converted to the model's batches (`plain_vocabularies`,
-`runtime.data.host_inputs`), the runtime's `Inference` (its two jitted decoding
-programs), detokenizing, and the task's postprocessor and metrics (ROUGE-L, BLEU).
-tests/runtime/test_runtime_host_inputs.py shows that path gives the SeqIO task's token
-batches, predictions, text and metrics. HF's side is the loop a user writes: tokenize a
-batch, `generate`, detokenize, the same metrics, over the same input texts (read once,
-before the timing: HF users read the file themselves). Both decode
+side is `python -m crosstask.infer`'s own function for a machine without TensorFlow (the
+GPU image), `infer_lib.plain_predictions`: the task's records read and laid out
+(`csl.tasks.plain_task`), tokenized and converted to the model's batches
+(`plain_vocabularies`, `runtime.data.host_inputs`), the runtime's `Inference` (its two
+jitted decoding programs) and detokenizing; then the task's postprocessor and metrics
+(ROUGE-L, BLEU). The job's target scores and JSON lines are left out, as HF's loop has
+none. tests/runtime/test_runtime_host_inputs.py shows that path gives the SeqIO task's
+token batches, predictions, text and metrics. HF's side is the loop a user writes:
+tokenize a batch, `generate`, detokenize, the same metrics, over the same input texts
+(read once, before the timing: HF users read the file themselves). Both decode
 `Lengths.new_tokens` tokens at most, at the row's batch.
 
 `outside_decode_share`: the share of one job's wall time spent outside the decoding
@@ -71,10 +72,10 @@ class DecodeTimer:
 
 
 def row_infer(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]:
-  """crosstask's job, the steps infer_lib takes on the TF-free path, with random weights."""
+  """crosstask's job through infer_lib's function for it, with random weights."""
   import jax
   from crosstask import plain_vocabularies
-  from crosstask.runtime.data import host_inputs
+  from crosstask.runtime.jobs import infer_lib
   from crosstask.runtime.predict import inference
   from crosstask.runtime.sharding import partitioning
   the_task, vocab = task(), plain_vocabularies.get(vocabulary_path())
@@ -92,11 +93,9 @@ def row_infer(row: gpu_spec.Row, lengths: Lengths, steps: int) -> dict[str, Any]
 
   def job():
     timer.seconds = 0.0
-    exs = the_task.examples(SPLIT)[:row.batch * BATCHES]
-    feats = host_inputs.features(exs, vocab, lengths_)
-    preds, _ = runner.predict_batches(params, host_inputs.batches(feats, runner.batch_size))
-    texts = [vocab.decode(tokens) for _, tokens in preds]
-    return len(texts), the_task.score(exs, texts), timer.seconds
+    out = infer_lib.plain_predictions(runner, params, the_task, vocab, SPLIT, lengths_,
+                                      num_examples=row.batch * BATCHES)
+    return len(out.texts), the_task.score(out.examples, out.texts), timer.seconds
   return {**measure_job(job, steps), 'peak_gib': gpu_crosstask.jax_peak_gib(),
           'device': jax.devices()[0].device_kind}
 

@@ -18,17 +18,22 @@ registers no gin configurable itself: upstream T5X imports task modules (which i
 this one) after it has locked gin, and refuses any module that adds a configurable.
 
 This module imports no TensorFlow or SeqIO at load, so parsing a model gin file
-stays cheap and models may import it.
+stays cheap and models may import it. Where SeqIO cannot be imported (the GPU image),
+`get` gives `plain_vocabularies`' vocabularies of the same names (same ids, same text),
+so a model gin file still builds its model there.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import pathlib
 import re
 
-BYTES = "bytes"
+from crosstask import plain_vocabularies
+from crosstask.plain_vocabularies import BYTES, canonical  # the names `get` reads
+
 # Between a task's plain name and its vocabulary's key; never inside a plain name.
 SEPARATOR = "."
 _PROMPT_SUFFIX = re.compile(r"p\d+|prompts")  # prompt variants, their mixture
@@ -50,16 +55,21 @@ def sentencepiece_vocabulary(path: str | os.PathLike, extra_ids: int = 0):
   sentinels at the top ids all the same.
   """
   import seqio  # pylint: disable=g-import-not-at-top
-  file = pathlib.Path(os.path.expanduser(os.fspath(path)))
-  if not file.is_file():
-    raise FileNotFoundError(f"SentencePiece model {str(path)!r} does not exist "
-                            "(or is not a file)")
+  file = _model_file(path)
   if extra_ids:
     builtin = builtin_sentinels(str(file))
     if builtin:
       raise ValueError(f"{str(path)!r} already holds {builtin} <extra_id_N> sentinel "
                        f"pieces; load it with extra_ids=0, not {extra_ids}")
   return seqio.SentencePieceVocabulary(str(file), extra_ids=extra_ids)
+
+
+def _model_file(path: str | os.PathLike) -> pathlib.Path:
+  file = pathlib.Path(os.path.expanduser(os.fspath(path)))
+  if not file.is_file():
+    raise FileNotFoundError(f"SentencePiece model {str(path)!r} does not exist "
+                            "(or is not a file)")
+  return file
 
 
 def builtin_sentinels(path: str | os.PathLike) -> int:
@@ -73,15 +83,21 @@ def builtin_sentinels(path: str | os.PathLike) -> int:
              for i in range(processor.get_piece_size()))
 
 
-def canonical(name: str | os.PathLike | None) -> str:
-  """'bytes' for None/''/'byte(s)', else the absolute path of the model file."""
-  if name is None or str(name).strip().lower() in ("", "byte", "bytes"):
-    return BYTES
-  return str(pathlib.Path(os.path.expanduser(os.fspath(name))).resolve())
+def seqio_installed() -> bool:
+  """Whether SeqIO and the TensorFlow it runs on can be imported here (not on the GPU
+  image, where `crosstask.infer` reads a task's plain form instead)."""
+  return all(importlib.util.find_spec(m) is not None for m in ("seqio", "tensorflow"))
 
 
 @functools.lru_cache(maxsize=16)
 def _load(name: str, extra_ids: int):
+  if not seqio_installed():
+    if extra_ids:
+      raise ValueError(f"vocabulary {name!r} with {extra_ids} extra ids needs SeqIO, which "
+                       "is not installed here; without it only extra_ids=0 is read")
+    if name != BYTES:
+      _model_file(name)
+    return plain_vocabularies.get(name)
   if name == BYTES:
     return byte_vocabulary(extra_ids)
   return sentencepiece_vocabulary(name, extra_ids=extra_ids)
@@ -105,9 +121,16 @@ def model_vocabulary(path: str | os.PathLike | None = None, extra_ids: int = 0):
   return get(path, extra_ids)
 
 
-def is_bytes(vocabulary) -> bool:
+def _byte_kind(vocabulary) -> bool:
+  """Bytes, with or without extra ids: seqio's or `plain_vocabularies`'."""
+  if isinstance(vocabulary, (plain_vocabularies.Bytes, plain_vocabularies.SentencePiece)):
+    return isinstance(vocabulary, plain_vocabularies.Bytes)
   import seqio  # pylint: disable=g-import-not-at-top
-  return isinstance(vocabulary, seqio.ByteVocabulary) and not vocabulary.extra_ids
+  return isinstance(vocabulary, seqio.ByteVocabulary)
+
+
+def is_bytes(vocabulary) -> bool:
+  return _byte_kind(vocabulary) and not vocabulary.extra_ids
 
 
 def key(vocabulary) -> str:
@@ -116,10 +139,9 @@ def key(vocabulary) -> str:
   A SentencePiece model is named by its file's stem; two different files with the
   same stem in one process are refused rather than given one name.
   """
-  import seqio  # pylint: disable=g-import-not-at-top
   extra = int(getattr(vocabulary, "extra_ids", 0) or 0)
   tail = f"_x{extra}" if extra else ""
-  if isinstance(vocabulary, seqio.ByteVocabulary):
+  if _byte_kind(vocabulary):
     return BYTES + tail
   path = getattr(vocabulary, "sentencepiece_model_file", None)
   if path is None:
@@ -165,7 +187,7 @@ def describe(vocabulary) -> str:
     return f"SentencePiece {path} ({size} ids)"
   extra = int(getattr(vocabulary, "extra_ids", 0) or 0)
   kind = type(vocabulary).__name__
-  kind = BYTES if kind == "ByteVocabulary" else kind
+  kind = BYTES if kind in ("ByteVocabulary", "Bytes") else kind
   return f"{kind} ({size} ids{f', {extra} sentinels' if extra else ''})"
 
 

@@ -33,6 +33,16 @@ def env() -> dict[str, str]:
   return e
 
 
+# The GPU image: neither TensorFlow nor SeqIO imports (an import of either fails).
+WITHOUT_TENSORFLOW = "import sys; sys.modules['tensorflow'] = None; sys.modules['seqio'] = None\n"
+
+
+def without_tensorflow(module: str, *args: str) -> list[str]:
+  """`python -m module args...` in a process where TensorFlow and SeqIO cannot be imported."""
+  return [sys.executable, '-c', WITHOUT_TENSORFLOW + 'import runpy\n'
+          f'runpy.run_module({module!r}, run_name="__main__", alter_sys=True)\n', *args]
+
+
 def slurm_env(process_id: int, num_processes: int, port: int) -> dict[str, str]:
   """What `srun` tells task `process_id` of a one-node job, and the coordinator port:
   jax.distributed's Slurm detection reads exactly these, as under

@@ -52,5 +52,6 @@ the benchmark-specific jobs (`crosstask/embed.py`, `crosstask/relevance.py`) are
 points that join a benchmark's inputs to these libraries.
 
 Nothing here imports TensorFlow or SeqIO at module load; `Inference.predict_batches`
-with `data.host_inputs` decodes a task's examples with neither installed.
+with `data.host_inputs` decodes a task's examples with neither installed, and where
+neither is, `jobs.infer_lib` reads a task's plain form (`data.pipeline.plain_task`).
 """

@@ -1,8 +1,9 @@
 """The eval job's inputs without TensorFlow equal the SeqIO task's: CSL abstract -> title
 through `plain_task`, a plain vocabulary and `host_inputs` gives the same token batches
 as the SeqIO task and its feature converter, the same predictions from a tiny model
-through `Inference`, the same text back and the same metrics; and it all imports with
-TensorFlow and SeqIO absent (the GPU image)."""
+through `Inference`, the same text back and the same metrics; the task is named for the
+model's vocabulary and fingerprinted as SeqIO's; and it all imports with TensorFlow and
+SeqIO absent (the GPU image)."""
 
 import types
 
@@ -21,6 +22,7 @@ from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
 from crosstask.runtime.data import host_inputs
 from crosstask.runtime.data import pipeline
+from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
 from crosstask.runtime.sharding import partitioning
 from crosstask.tasks.common import factory
@@ -158,3 +160,67 @@ def test_the_plain_path_imports_and_runs_without_tensorflow_or_seqio(sample_sent
   res = rs.run([rs.sys.executable, '-c', code], timeout=120)
   assert res.returncode == 0, res.stderr[-2000:]
   assert res.stdout.split() == ['30', 'True']
+
+
+ARROWS = (FIELDS, (('abstract', 'keywords'), ('title', 'category'), 'en'))
+
+
+def test_a_plain_tasks_fingerprint_is_its_seqio_tasks(sample_sentencepiece):
+  for name in _vocabularies(sample_sentencepiece, official=True):
+    for arrow in ARROWS:
+      (registered,) = factory.register_for_vocabulary([tasks.csl_task(*arrow).name],
+                                                      vocabularies.get(name))
+      task, plain = seqio.get_mixture_or_task(registered), tasks.plain_task(*arrow)
+      # The whole description, not only its hash: source, preprocessors, features, ...
+      assert fingerprint.describe_plain(plain, plain_vocabularies.get(name)) == (
+          fingerprint.describe(task)), (name, arrow)
+      assert fingerprint.plain_fingerprint(plain, plain_vocabularies.get(name)) == (
+          fingerprint.fingerprint(task))
+  assert fingerprint.plain_fingerprint(plain, plain_vocabularies.get(vocabularies.BYTES)) != (
+      fingerprint.plain_fingerprint(plain, plain_vocabularies.get(sample_sentencepiece)))
+
+
+def _model(vocab, rows: int = 4096):
+  return types.SimpleNamespace(input_vocabulary=vocab, output_vocabulary=vocab,
+                               module=types.SimpleNamespace(config=types.SimpleNamespace(
+                                   vocab_size=rows)))
+
+
+def test_without_seqio_a_run_names_its_task_as_the_seqio_registry_does(sample_sentencepiece,
+                                                                        monkeypatch):
+  cfg = pipeline.DatasetConfig(tasks.task_name(*FIELDS), LENGTHS, 'validation', 8, False, 0,
+                               module='crosstask.tasks.csl')
+  want = [pipeline.check_run_vocabulary(_model(vocabularies.get(name)), cfg)
+          for name in (vocabularies.BYTES, sample_sentencepiece)]
+  assert [c.mixture_or_task_name for c in want] == [cfg.mixture_or_task_name,
+                                                    cfg.mixture_or_task_name + '.plain_inputs_sp']
+  monkeypatch.setattr(vocabularies, 'seqio_installed', lambda: False)
+  got = [pipeline.check_run_vocabulary(_model(plain_vocabularies.get(name)), cfg)
+         for name in (vocabularies.BYTES, sample_sentencepiece)]
+  assert got == want
+  with pytest.raises(ValueError, match='2000 ids but .* only 1024 rows'):
+    pipeline.check_run_vocabulary(_model(plain_vocabularies.get(sample_sentencepiece), 1024), cfg)
+
+
+def test_without_seqio_the_model_vocabulary_the_task_and_its_fingerprint_are_seqios(
+    sample_sentencepiece):
+  """In a process without TensorFlow or SeqIO: the model gin file's vocabulary, the task
+  `crosstask.infer` looks up by its registered name, its fingerprint, the leakage guard."""
+  code = (rs.WITHOUT_TENSORFLOW
+          + "from crosstask import plain_vocabularies, report_guard, vocabularies\n"
+          "from crosstask.runtime.data import pipeline\n"
+          "from crosstask.runtime.jobs import infer_lib\n"
+          "from crosstask.runtime.predict import fingerprint\n"
+          f"vocab = vocabularies.model_vocabulary({sample_sentencepiece!r})\n"
+          f"assert vocab is plain_vocabularies.get({sample_sentencepiece!r})\n"
+          "assert vocabularies.model_vocabulary() is plain_vocabularies.get('bytes')\n"
+          "name = vocabularies.task_name('csl_zh_abstract_to_title', vocab)\n"
+          "task = pipeline.plain_task('crosstask.tasks.csl', name)\n"
+          "report_guard.check(['csl_zh_abstract_to_title'], name, 'validation')\n"
+          "print(name, task.name, fingerprint.plain_fingerprint(task, vocab))\n")
+  res = rs.run([rs.sys.executable, '-c', code], timeout=120)
+  assert res.returncode == 0, res.stderr[-2000:]
+  (registered,) = factory.register_for_vocabulary([tasks.csl_task(*FIELDS).name],
+                                                  vocabularies.get(sample_sentencepiece))
+  assert res.stdout.split() == [registered, tasks.csl_task(*FIELDS).name,
+                                fingerprint.fingerprint(seqio.get_mixture_or_task(registered))]

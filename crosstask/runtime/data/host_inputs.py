@@ -14,6 +14,10 @@ import numpy as np
 
 from crosstask import plain_vocabularies
 
+# What `features` stands for, as a SeqIO task names it (its fingerprint): the preprocessors
+# by qualified name, and the features' dtype as seqio.Feature writes it (`str(tf.int32)`).
+SEQIO_PREPROCESSORS = ('seqio.preprocessors.tokenize', 'seqio.preprocessors.append_eos_after_trim')
+SEQIO_DTYPE = "<dtype: 'int32'>"
 
 def _padded(ids: list[int], length: int) -> np.ndarray:
   row = np.zeros(length, np.int32)

@@ -1,7 +1,8 @@
 """SeqIO input pipelines: deterministic for a seed, sharded per host, resumable by count.
 
 SeqIO (and TensorFlow) are imported inside functions so the trainer and the
-models import on machines without them.
+models import on machines without them; there a run's task is named for the model's
+vocabulary all the same, and `plain_task` gives a task module's SeqIO-free form.
 """
 
 import dataclasses
@@ -124,15 +125,11 @@ def task_for_model(model, cfg: DatasetConfig) -> str:
   vocabulary is kept.
   """
   import seqio
-  from crosstask import vocabularies
   import_tasks(cfg.module)
   name = cfg.mixture_or_task_name
   vocab = _model_vocabularies(model)['targets'] or _model_vocabularies(model)['inputs']
-  if vocab is None:
-    return name
-  try:
-    wanted = vocabularies.task_name(name, vocab)
-  except ValueError:  # A vocabulary with no name (not bytes, not a model file).
+  wanted = _name_for_vocabulary(name, vocab)
+  if wanted is None:
     return name
   registered = lambda n: n in seqio.TaskRegistry.names() or n in seqio.MixtureRegistry.names()
   if registered(wanted):
@@ -142,6 +139,17 @@ def task_for_model(model, cfg: DatasetConfig) -> str:
     return name
   register_vocabulary(cfg.module, vocab)
   return wanted if registered(wanted) else name
+
+
+def _name_for_vocabulary(name: str, vocab: Any) -> str | None:
+  """`vocabularies.task_name(name, vocab)`; None for no vocabulary or one with no name."""
+  from crosstask import vocabularies
+  if vocab is None:
+    return None
+  try:
+    return vocabularies.task_name(name, vocab)
+  except ValueError:  # A vocabulary with no name (not bytes, not a model file).
+    return None
 
 
 def register_vocabulary(module: str | Sequence[str] | None, vocabulary: Any) -> None:
@@ -159,6 +167,45 @@ def register_vocabulary(module: str | Sequence[str] | None, vocabulary: Any) -> 
       register(vocabulary)
 
 
+PLAIN_TASKS_HOOK = 'plain_tasks'
+
+
+def plain_task(module: str | Sequence[str] | None, name: str) -> Any:
+  """Task `name` (any vocabulary's copy of it) without SeqIO, from the module(s) of
+  MIXTURE_OR_TASK_MODULE.
+
+  The contract: a task module whose tasks run without SeqIO defines `plain_tasks()`,
+  {plain task name: a function building its `tasks.common.plain.PlainTask`} (CSL's
+  arrow tasks). A ValueError names the task and the tasks that do have a plain form.
+  """
+  import importlib
+  from crosstask import vocabularies
+  found, unreadable = {}, []
+  for module_name in _module_names(module):
+    try:
+      imported = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+      if e.name not in ('seqio', 'tensorflow'):
+        raise
+      unreadable.append(module_name)
+      continue
+    found.update(getattr(imported, PLAIN_TASKS_HOOK, dict)())
+  build = found.get(vocabularies.base_task_name(name))
+  if build is not None:
+    return build()
+  modules = ', '.join(_module_names(module)) or 'None'
+  close = difflib.get_close_matches(vocabularies.base_task_name(name), found, n=3, cutoff=0.5)
+  listed = (f'{len(found)} of {modules}, e.g. {", ".join(close or sorted(found)[:3])}.' if found
+            else f"none of {modules} lists any (crosstask's: the CSL arrow tasks, "
+            "csl_<zh|en>_<inputs>_to_<outputs>, of 'crosstask.tasks.csl').")
+  if unreadable:
+    listed += f' {", ".join(unreadable)} needs SeqIO even to import.'
+  raise ValueError(
+      f"Task '{name}' has no form that runs without SeqIO and TensorFlow, and neither is "
+      f'installed here. Without them crosstask.infer runs the tasks that the '
+      f'`{PLAIN_TASKS_HOOK}()` of MIXTURE_OR_TASK_MODULE lists: {listed}')
+
+
 def _tasks_of(name: str) -> list:
   task = get_mixture_or_task(name)
   return list(getattr(task, 'tasks', None) or [task])
@@ -169,7 +216,15 @@ def check_run_vocabulary(model, cfg: DatasetConfig) -> DatasetConfig:
 
   Raises when the task's vocabulary differs from the model's (naming both) or
   does not fit its embedding table; every job calls this before reading data.
+  Without SeqIO there is no registry: the name is the one SeqIO's would give
+  (`vocabularies.task_name`), and only the model's vocabularies are checked.
   """
+  from crosstask import vocabularies
+  if not vocabularies.seqio_installed():
+    vocab = _model_vocabularies(model)['targets'] or _model_vocabularies(model)['inputs']
+    name = _name_for_vocabulary(cfg.mixture_or_task_name, vocab) or cfg.mixture_or_task_name
+    check_vocabulary_fits(model)
+    return dataclasses.replace(cfg, mixture_or_task_name=name)
   cfg = dataclasses.replace(cfg, mixture_or_task_name=task_for_model(model, cfg))
   check_vocabulary_fits(model, get_mixture_or_task(cfg.mixture_or_task_name))
   return cfg

@@ -8,6 +8,12 @@ each function by its qualified name, its bound arguments and the source code
 deep in `crosstask.metrics` changes the fingerprint of every task it scores;
 the vocabulary by its kind, size and model bytes. Dataset files are not part
 of it (they are named by split and data root).
+
+A task's plain form (read without SeqIO, `runtime.data.host_inputs`) gets the
+fingerprint of the SeqIO task it stands for (`describe_plain`): the two share their
+source function, postprocessor and metrics, and the plain tokenizing and vocabularies
+give SeqIO's tokens and text (tests/runtime/test_runtime_host_inputs.py), so their
+numbers are the same numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import json
 import textwrap
 import types
 from typing import Any
+
+from crosstask.runtime.data import host_inputs
 
 LENGTH = 8  # hex digits shown in tables: enough to tell versions apart at a glance
 
@@ -95,8 +103,7 @@ def describe_callable(fn: Any) -> Any:
     seen: dict[str, str] = {}
     if _ours(fn):
       _reachable(fn, seen)
-    code = hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()[:16]
-    out = {"fn": f"{fn.__module__}.{fn.__qualname__}", "code": code}
+    out = _function(f"{fn.__module__}.{fn.__qualname__}", seen)
     if fn.__closure__ and _ours(fn):  # what a closure was built with (a prompt, a kind)
       out["closure"] = [_value(_cell(c)) for c in fn.__closure__]
     return out
@@ -104,6 +111,12 @@ def describe_callable(fn: Any) -> Any:
     return {"callable": f"{type(fn).__module__}.{type(fn).__qualname__}",
             "state": _value(getattr(fn, "__dict__", {}))}
   return _value(fn)
+
+
+def _function(name: str, seen: dict[str, str]) -> dict:
+  """A function by qualified name and the code it reaches (none read outside crosstask)."""
+  return {"fn": name, "code": hashlib.sha256(json.dumps(seen, sort_keys=True).encode()
+                                             ).hexdigest()[:16]}
 
 
 def _value(v: Any) -> Any:
@@ -123,7 +136,8 @@ def describe_vocabulary(vocab: Any) -> dict:
   """Kind, size, extra ids and (SentencePiece) a hash of the model bytes."""
   vocab = getattr(vocab, "resolved", vocab)
   vocab = vocab() if callable(vocab) and not hasattr(vocab, "vocab_size") else vocab
-  out = {"kind": type(vocab).__qualname__, "size": int(vocab.vocab_size),
+  kind = getattr(vocab, "seqio_class", type(vocab).__qualname__)  # a plain one: seqio's twin
+  out = {"kind": kind, "size": int(vocab.vocab_size),
          "extra_ids": int(getattr(vocab, "extra_ids", 0) or 0)}
   model = getattr(vocab, "sp_model", None)
   if isinstance(model, bytes):
@@ -146,7 +160,29 @@ def describe(task: Any) -> dict:
           "metrics": metrics}
 
 
+def describe_plain(task: Any, vocabulary: Any) -> dict:
+  """`describe` of the SeqIO task that `task` (a `tasks.common.plain.PlainTask`) stands
+  for, tokenized with `vocabulary` as `host_inputs.features` tokenizes: SeqIO's
+  preprocessors by name, both features ending in EOS."""
+  feature = {"vocabulary": describe_vocabulary(vocabulary), "add_eos": True,
+             "dtype": host_inputs.SEQIO_DTYPE}
+  return {"source": describe_callable(task.source.dataset_fn),
+          "preprocessors": [_function(name, {}) for name in host_inputs.SEQIO_PREPROCESSORS],
+          "output_features": {"inputs": feature, "targets": feature},
+          "postprocessor": describe_callable(task.postprocess_fn),
+          "metrics": [describe_callable(fn) for fn in task.metric_fns]}
+
+
+def _hash(description: dict) -> str:
+  text = json.dumps(description, sort_keys=True, ensure_ascii=False)
+  return hashlib.sha256(text.encode("utf-8")).hexdigest()[:LENGTH]
+
+
 def fingerprint(task: Any) -> str:
   """`LENGTH` hex digits of the hash of `describe(task)`."""
-  text = json.dumps(describe(task), sort_keys=True, ensure_ascii=False)
-  return hashlib.sha256(text.encode("utf-8")).hexdigest()[:LENGTH]
+  return _hash(describe(task))
+
+
+def plain_fingerprint(task: Any, vocabulary: Any) -> str:
+  """`fingerprint` of the SeqIO task a plain task stands for (`describe_plain`)."""
+  return _hash(describe_plain(task, vocabulary))

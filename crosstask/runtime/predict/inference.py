@@ -103,9 +103,14 @@ class Inference:
     return self.predict_with_aux(params, ds)[0]
 
   def score(self, params, ds) -> list:
+    return self.score_batches(params, self._host_batches(ds))
+
+  def score_batches(self, params, host_batches) -> list[tuple[int, float]]:
+    """(index, log-likelihood of the targets) for (indices, features) numpy batches, as
+    `predict_batches` reads them."""
     out = []
     with self.partitioner.context():
-      for index, batch, n in self._batches(self._host_batches(ds)):
+      for index, batch, n in self._batches(host_batches):
         s = batching.to_host(self._score(params, batch))[:n]
         out.extend((int(i), float(x)) for i, x in zip(index, s))
     return out

@@ -9,11 +9,13 @@
   paper, report  published rows, and a FewCLUE run beside them
 
 Registration reads no data: sources open their files only when a dataset is built.
+Where SeqIO is not installed (the GPU image) importing registers nothing (TASKS and
+MIXTURES are empty), so the entry points' leakage guard (`leakage`) still runs there.
 """
 
-from crosstask.tasks.common import factory as _factory
+import importlib.util as _importlib_util
+
 from crosstask.tasks.clue import tasks as _tasks
-from crosstask.tasks.common import registry as _registry
 
 # Each task kind has its own fields: {kind: Schema}.
 SCHEMA = {kind: schema for kind, (schema, _, _) in _tasks.LAYOUTS.items()}
@@ -28,7 +30,8 @@ def register(vocabulary=None) -> list[str]:
   same tasks and mixtures as `<name>.<vocabulary>` (`crosstask.vocabularies.task_name`),
   as the runtime asks when a run's model vocabulary is not bytes.
   """
-  return _factory.register_for_vocabulary(_tasks.register(), vocabulary)
+  from crosstask.tasks.common import factory  # pylint: disable=g-import-not-at-top
+  return factory.register_for_vocabulary(_tasks.register(), vocabulary)
 
 
 # The runtime's hook (`runtime.data.pipeline.register_vocabulary`): a run whose model
@@ -36,4 +39,9 @@ def register(vocabulary=None) -> list[str]:
 register_vocabulary = register
 
 
-TASKS, MIXTURES = _registry.by_kind(register())
+def _register_by_kind() -> tuple[tuple[str, ...], tuple[str, ...]]:
+  from crosstask.tasks.common import registry  # pylint: disable=g-import-not-at-top
+  return registry.by_kind(register())
+
+
+TASKS, MIXTURES = ((), ()) if _importlib_util.find_spec("seqio") is None else _register_by_kind()

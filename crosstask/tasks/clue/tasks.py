@@ -32,7 +32,6 @@ from crosstask.tasks.clue import examples as E
 from crosstask.tasks.clue import labels as L
 from crosstask.tasks.clue import leakage
 from crosstask.tasks.clue import readers as RD
-from crosstask.tasks.common import factory
 from crosstask.tasks.common import layout
 from crosstask.tasks.common import rank as rank_tasks
 from crosstask.tasks.common.schema import Field
@@ -265,6 +264,7 @@ def clue_task(benchmark: str, task: str, k: str | None = None, rank: bool = Fals
     extra += rank_tasks.FEATURES
   if kind == "c3":  # the body field differs per record; the prompt is built per record
     inputs = ("question", "options", "dialogue")
+  from crosstask.tasks.common import factory  # pylint: disable=g-import-not-at-top
   return factory.arrow_task(
       task_name(benchmark, task, k, rank), schema=schema, inputs=inputs, outputs=(output,),
       lang=LANG, read_split=read, splits=task_splits(benchmark, task, k),
@@ -279,6 +279,7 @@ MRC = ("cmrc2018", "chid", "c3")
 
 
 def register_mixture(name: str, tasks: Sequence[str]) -> str:
+  from crosstask.tasks.common import factory  # pylint: disable=g-import-not-at-top
   leakage.check_mixture(name, tasks)
   return factory.register_mixture(name, tasks)
 

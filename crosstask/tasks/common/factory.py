@@ -22,7 +22,6 @@ import seqio
 from crosstask import vocabularies
 from crosstask.tasks.common import plain
 from crosstask.tasks.common import prompts as prompt_variants
-from crosstask.tasks.common import sources
 from crosstask.tasks.common.schema import Schema
 
 
@@ -81,12 +80,13 @@ def arrow_task(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Seq
   `prompt` replaces the arrow prompt in front of the labelled inputs.
   """
   spec = plain.arrow(name, schema=schema, inputs=inputs, outputs=outputs, lang=lang,
-                    read_split=read_split, metric_fns=metric_fns, postprocess_fn=postprocess_fn,
-                    to_example=to_example, prompt=prompt)
+                    read_split=read_split, splits=splits, metric_fns=metric_fns,
+                    postprocess_fn=postprocess_fn, to_example=to_example,
+                    extra_features=extra_features, prompt=prompt)
   return get_or_register_task(
       name,
-      source=sources.records_source(read_split, splits, to_example=spec.to_example,
-                                    extra_features=extra_features),
+      # The plain form's source function: one function, whichever form reads the task.
+      source=seqio.FunctionDataSource(spec.source.dataset_fn, splits=list(spec.splits)),
       output_features=text_features(vocabulary),
       preprocessors=[*TOKENIZE, *preprocessors_after_tokenize],
       postprocess_fn=spec.postprocess_fn,

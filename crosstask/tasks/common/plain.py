@@ -4,7 +4,8 @@ Why: a machine without TensorFlow (the GPU image) still has to run a task's eval
 job. `arrow` is where `factory.arrow_task` takes its layout, postprocessor and metrics
 from, so a `PlainTask` and the SeqIO task of the same arguments share them; SeqIO adds
 only tokenizing and tf.data (`crosstask.runtime.data.host_inputs` does that in numpy).
-Imports no TensorFlow or SeqIO.
+The SeqIO task's source function is built here too (`Source`), so both forms hold the
+one function and a plain task's fingerprint can name it. Imports no TensorFlow or SeqIO.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 
 from crosstask.tasks.common import layout
+from crosstask.tasks.common import sources
 from crosstask.tasks.common.schema import Schema
 
 
@@ -46,13 +48,29 @@ def field_metrics(schema: Schema, outputs: Sequence[str]) -> Callable:
 
 
 @dataclasses.dataclass(frozen=True)
+class Source:
+  """What seqio.FunctionDataSource holds: the SeqIO task's `dataset_fn` and its splits."""
+  dataset_fn: Callable
+  splits: Sequence[str]
+
+
+@dataclasses.dataclass(frozen=True)
 class PlainTask:
-  """What a SeqIO task of `factory.arrow_task` holds, less its vocabulary and tf.data."""
+  """What a SeqIO task of `factory.arrow_task` holds, less its vocabulary and tf.data.
+
+  `source` is that task's source function, which only SeqIO calls: `examples` reads the
+  same records into the same text without tf.data.
+  """
   name: str
   read_split: Callable[[str], Iterable[dict]]
   to_example: Callable[[dict], dict[str, str]]
   postprocess_fn: Callable
   metric_fns: tuple[Callable, ...]
+  source: Source
+
+  @property
+  def splits(self) -> Sequence[str]:
+    return self.source.splits
 
   def examples(self, split: str) -> list[dict[str, str]]:
     """The split's examples as the SeqIO source lays them out: {"inputs", "targets", ...}."""
@@ -68,10 +86,10 @@ class PlainTask:
 
 
 def arrow(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Sequence[str],
-          lang: str, read_split: Callable[[str], Iterable[dict]],
+          lang: str, read_split: Callable[[str], Iterable[dict]], splits: Sequence[str] = (),
           metric_fns: Sequence[Callable] | None = None, postprocess_fn: Callable | None = None,
           to_example: Callable[[dict], dict] | None = None,
-          prompt: str | None = None) -> PlainTask:
+          extra_features: Sequence[str] = (), prompt: str | None = None) -> PlainTask:
   """The task `inputs -> outputs` over `schema` records (`factory.arrow_task`'s arguments).
 
   Defaults: the arrow layout (`prompt` replacing its prompt text), `parse_output`, and
@@ -93,4 +111,6 @@ def arrow(name: str, *, schema: Schema, inputs: Sequence[str], outputs: Sequence
   if metric_fns is None:
     has_metric = any(schema[f].metric_fn is not None for f in outputs)
     metric_fns = [field_metrics(schema, outputs)] if has_metric else []
-  return PlainTask(name, read_split, to_example, postprocess_fn, tuple(metric_fns))
+  source = sources.records_source(read_split, splits, to_example=to_example,
+                                  extra_features=extra_features, make_source=Source)
+  return PlainTask(name, read_split, to_example, postprocess_fn, tuple(metric_fns), source)

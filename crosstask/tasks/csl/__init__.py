@@ -10,10 +10,12 @@
 
 Registration reads no data: sources open their files only when a dataset is built.
 Where SeqIO is not installed (the GPU image) importing registers nothing (TASKS and
-MIXTURES are empty), so readers, schema and `tasks.plain_task` still import there.
+MIXTURES are empty), so readers, schema and `tasks.plain_task` still import there, and
+`plain_tasks` gives `crosstask.infer` the arrow tasks' plain forms.
 """
 
 import importlib.util as _importlib_util
+from collections.abc import Callable as _Callable
 
 from crosstask.tasks.csl.schema import SCHEMA
 
@@ -40,6 +42,13 @@ def register(vocabulary=None) -> list[str]:
 # The runtime's hook (`runtime.data.pipeline.register_vocabulary`): a run whose model
 # reads another vocabulary reads these tasks as registered for it.
 register_vocabulary = register
+
+
+def plain_tasks() -> dict[str, _Callable]:
+  """The runtime's hook where SeqIO is absent (`runtime.data.pipeline.plain_task`): the
+  arrow tasks' names -> functions building their plain forms (`tasks.plain_tasks`)."""
+  from crosstask.tasks.csl import tasks  # pylint: disable=g-import-not-at-top
+  return tasks.plain_tasks()
 
 
 def _register_by_kind() -> tuple[tuple[str, ...], tuple[str, ...]]:

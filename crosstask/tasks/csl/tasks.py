@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from crosstask.tasks.common import layout
@@ -123,7 +123,8 @@ def _arrow_arguments(inputs: Sequence[str], outputs: Sequence[str], lang: str) -
                      "(or equal sets for an identity task)")
   return dict(name=task_name(inputs, outputs, lang), schema=S.SCHEMA, inputs=inputs,
               outputs=outputs, lang=lang,
-              read_split=functools.partial(read_split, inputs=inputs, outputs=outputs))
+              read_split=functools.partial(read_split, inputs=inputs, outputs=outputs),
+              splits=list(SPLIT_FILES) + sampling.episode_splits())
 
 
 def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
@@ -131,7 +132,6 @@ def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
   """The SeqIO task `inputs -> outputs` (identity when inputs == outputs)."""
   from crosstask.tasks.common import factory  # pylint: disable=g-import-not-at-top
   return factory.arrow_task(**_arrow_arguments(inputs, outputs, lang),
-                            splits=list(SPLIT_FILES) + sampling.episode_splits(),
                             shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, register=register)
 
 
@@ -139,6 +139,12 @@ def plain_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh"
                ) -> plain.PlainTask:
   """`csl_task(inputs, outputs, lang)` without SeqIO: the same records, text and metrics."""
   return plain.arrow(**_arrow_arguments(inputs, outputs, lang))
+
+
+def plain_tasks() -> dict[str, Callable[[], plain.PlainTask]]:
+  """`register()`'s 360 task names -> a function building that task's `plain_task`."""
+  return {task_name(i, o, lang): functools.partial(plain_task, i, o, lang)
+          for lang in LANGS for i, o in io_pairs()}
 
 
 # Prompt variants (`<task>.p<k>`, see common/prompts.py). p0 is the paper's arrow
