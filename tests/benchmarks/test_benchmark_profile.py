@@ -15,6 +15,9 @@ def tiny_profile():
                               top=100000)
 
 
+# The train step's real trace (~14 s of compile and profiler start) is the full suite's;
+# test-fast reads a real decode trace (test_a_saved_trace_reads_back_...).
+@pytest.mark.slow
 def test_a_real_cpu_trace_splits_into_every_category(tiny_profile):
   result = tiny_profile
   assert result["ops_seen"] > 100
@@ -28,6 +31,7 @@ def test_a_real_cpu_trace_splits_into_every_category(tiny_profile):
   assert 0 <= result["idle_ms_per_step"] < result["span_ms_per_step"]
 
 
+@pytest.mark.slow
 def test_categories_agree_with_the_name_stack(tiny_profile):
   # The JAX name stack of an op tells independently where some belong: the MLP's
   # matmuls (XLA:CPU runs them as dot thunks or YNNPACK fusions) and Adafactor's update

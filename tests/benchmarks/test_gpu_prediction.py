@@ -16,6 +16,8 @@ from gpu_workload import Lengths
 H100 = 'NVIDIA H100 80GB HBM3'
 
 
+# ~8 s, most of it the tiny GPU row's step compiled for 8 devices: the full suite's.
+@pytest.mark.slow
 def test_a_train_row_predicts_its_step_from_the_program_it_ran():
   row, lengths = gpu_spec.parse('train:tiny:xla:dots:8:scan'), Lengths(32, 16)
   trainer, data, run = gpu_crosstask.train_workload(row, lengths)
