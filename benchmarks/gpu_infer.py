@@ -135,7 +135,7 @@ def hf_tokenizer():
 def row_hf_infer(row: gpu_spec.Row, lengths: Lengths, steps: int, device: str) -> dict:
   """HF's loop over the same texts: tokenize, generate, detokenize, score."""
   the_task = task()
-  exs = the_task.examples(SPLIT)[:row.batch * BATCHES]
+  exs = the_task.examples(SPLIT, row.batch * BATCHES)
   inputs = [ex['inputs'] for ex in exs]
   _, hf, impl = gpu_hf.decoding_model(row.model, device)
   tok = hf_tokenizer()

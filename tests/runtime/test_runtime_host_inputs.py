@@ -62,6 +62,7 @@ def _same_batches(vocab_name: str, split: str):
   examples, want, model_ds, task = _seqio_side(vocab_name, split)
   plain = tasks.plain_task(*FIELDS)
   texts = plain.examples(split)
+  assert plain.examples(split, 7) == texts[:7]  # a job's num_examples: the first ones
   assert [(t['inputs'], t['targets']) for t in texts] == [
       (e['inputs_pretokenized'].decode(), e['targets_pretokenized'].decode()) for e in examples]
   got = host_inputs.features(texts, plain_vocabularies.get(vocab_name), LENGTHS)

@@ -55,7 +55,7 @@ def plain_predictions(runner: inference.Inference, params: Any, task: Any, vocab
   """The job without SeqIO up to its output: the first `num_examples` (None or 0: all)
   examples of `task`'s `split` (a `PlainTask`), tokenized with `vocabulary` at
   `lengths`, decoded by `runner` with `params` and detokenized."""
-  examples = task.examples(split)[:num_examples or None]
+  examples = task.examples(split, num_examples or None)
   features = host_inputs.features(examples, vocabulary, lengths)
   tokens, aux = runner.predict_batches(params, host_inputs.batches(features, runner.batch_size))
   return Predictions(examples, features, tokens, aux['scores'],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 
 from crosstask.tasks.common import layout
@@ -72,9 +73,12 @@ class PlainTask:
   def splits(self) -> Sequence[str]:
     return self.source.splits
 
-  def examples(self, split: str) -> list[dict[str, str]]:
-    """The split's examples as the SeqIO source lays them out: {"inputs", "targets", ...}."""
-    return [self.to_example(record) for record in self.read_split(split)]
+  def examples(self, split: str, limit: int | None = None) -> list[dict[str, str]]:
+    """The split's examples as the SeqIO source lays them out: {"inputs", "targets", ...};
+    the first `limit` only (None: all), as the job's `num_examples` takes them, so a
+    job over a few examples does not lay out the whole split."""
+    return [self.to_example(record)
+            for record in itertools.islice(self.read_split(split), limit)]
 
   def score(self, examples: Sequence[dict[str, str]], predictions: Sequence[str]) -> dict:
     """The task's metrics of `predictions` (decoded text), as seqio.Evaluator computes
