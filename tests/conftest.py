@@ -1,5 +1,6 @@
-"""Shared test set-up: 8 virtual CPU devices, one persistent compile cache, and the
-official-data fixture."""
+"""Shared test set-up: 8 virtual CPU devices, the compile-speed XLA flags, one persistent
+compile cache, xdist workers pinned to their cores, Python's GC kept off the libraries,
+and the official-data fixture."""
 
 import gc
 import os

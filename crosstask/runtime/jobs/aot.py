@@ -161,8 +161,6 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
   devices = list(partitioner.mesh.devices.flat)
   layout_name = partitioner.layout
   state = trainer.abstract_state()
-  params_bytes = per_chip_bytes(state['params'])
-  opt_bytes = per_chip_bytes(state['opt_state'])
   batch = abstract_batch(job.batch_size, job.lengths, job.pack and step == 'train',
                          partitioner.data_sharding)
   start = time.perf_counter()
@@ -183,7 +181,8 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
         model_options=model_options(job),
         per_chip_gib=overflow[0], fits=False,
         hbm_gib=float(chip.hbm_gib) if chip is not None else overflow[1],
-        params_gib=params_bytes / GIB, opt_state_gib=opt_bytes / GIB,
+        params_gib=per_chip_bytes(state['params']) / GIB,
+        opt_state_gib=per_chip_bytes(state['opt_state']) / GIB,
         compile_s=time.perf_counter() - start, error=str(e).strip().splitlines()[0][:500])
   return report_programs(trainer, job, programs, chip=chip, topology=topology, step=step,
                          compile_s=time.perf_counter() - start)
