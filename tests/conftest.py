@@ -10,11 +10,16 @@ import xla_test_flags
 
 
 def _pin_xdist_worker() -> None:
-  """With as many xdist workers as cores (`make test`: -n 2 on CI's 2 cores), worker i
-  runs on core i alone. XLA, TensorFlow and torch size their thread pools from the
-  cores a process may use, so unpinned each worker starts a pool per core and the two
-  workers' threads contend for both cores (fast set cold: 2:55 unpinned, 2:46 pinned;
-  CPU 5:30 -> 5:04). Pinned before any of them starts; subprocesses inherit the core."""
+  """Runs xdist worker i on core i alone, where there are as many workers as cores.
+
+  XLA, TensorFlow and torch size their thread pools from the cores a process may use,
+  so unpinned each worker starts a pool per core and the two workers' threads contend.
+  That pays in the fast set, whose tests compute in-process (cold, 2 cores: 2:55
+  unpinned, 2:46 pinned), and costs in the full suite, whose end-to-end tests start
+  subprocesses that would inherit one core (15:49 unpinned, 17:12 pinned): so only a
+  run that deselects the slow tests (`make test-fast`) is pinned. Called from
+  `pytest_configure`, before any test module imports JAX, TensorFlow or torch.
+  """
   worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
   if not worker or not count or not hasattr(os, "sched_setaffinity"):
     return
@@ -23,7 +28,6 @@ def _pin_xdist_worker() -> None:
     os.sched_setaffinity(0, {cores[int(worker.removeprefix("gw")) % len(cores)]})
 
 
-_pin_xdist_worker()
 # Must be set before JAX initialises its backend, so here, before any test imports jax.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Virtual devices and the compile-speed flags: see xla_test_flags.py.
@@ -47,6 +51,8 @@ from crosstask import paths
 
 def pytest_configure(config):
   compile_report.register(config)  # CROSSTASK_COMPILE_REPORT=FILE: compile time per test
+  if "not slow" in (config.option.markexpr or ""):
+    _pin_xdist_worker()
 
 
 def pytest_collection_finish(session):
