@@ -158,8 +158,8 @@ def test_unknown_task_suggests_close_names():
 
 
 def test_trainer_imports_without_tensorflow_or_seqio():
-  code = ("import sys; sys.modules['tensorflow'] = None; sys.modules['seqio'] = None\n"
-          "import crosstask.runtime.state.trainer, crosstask.runtime.jobs.train_lib\n"
+  code = (rs.WITHOUT_TENSORFLOW
+          + "import crosstask.runtime.state.trainer, crosstask.runtime.jobs.train_lib\n"
           "import crosstask.train\n"
           "import crosstask.runtime.sharding.partitioning, crosstask.runtime.state.checkpoints\n")
   res = rs.run([rs.sys.executable, '-c', code], timeout=120)

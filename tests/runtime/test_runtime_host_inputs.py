@@ -144,8 +144,8 @@ def test_decoding_equals_seqios_past_eos_and_past_the_vocabulary(sample_sentence
 
 
 def test_the_plain_path_imports_and_runs_without_tensorflow_or_seqio(sample_sentencepiece):
-  code = ("import sys; sys.modules['tensorflow'] = None; sys.modules['seqio'] = None\n"
-          "from crosstask import paths, plain_vocabularies\n"
+  code = (rs.WITHOUT_TENSORFLOW
+          + "from crosstask import paths, plain_vocabularies\n"
           "from crosstask.runtime.data import host_inputs\n"
           "import crosstask.runtime.predict.inference\n"
           "import crosstask.tasks.csl as csl\n"

@@ -19,6 +19,7 @@ from crosstask import plain_vocabularies
 SEQIO_PREPROCESSORS = ('seqio.preprocessors.tokenize', 'seqio.preprocessors.append_eos_after_trim')
 SEQIO_DTYPE = "<dtype: 'int32'>"
 
+
 def _padded(ids: list[int], length: int) -> np.ndarray:
   row = np.zeros(length, np.int32)
   ids = ids[:length - 1] + [plain_vocabularies.EOS_ID]
