@@ -17,6 +17,7 @@ rewrites some tests look for) are the same either way. The entry points the user
 keep XLA's defaults: this is for the tests' compile time only.
 """
 
+import functools
 import importlib.util
 import mmap
 import os
@@ -24,9 +25,11 @@ import os
 _COMPILE_SPEED = ('--xla_backend_optimization_level=0', '--xla_cpu_use_fusion_emitters=false')
 
 
+@functools.lru_cache(maxsize=None)
 def _jaxlib_knows(flag: str) -> bool:
   """Whether the installed jaxlib's XLA defines `flag`: XLA aborts on an unknown flag,
-  and a later jaxlib may drop an emitter option."""
+  and a later jaxlib may drop an emitter option. Cached: the tests call `flags()` for
+  every subprocess they start."""
   spec = importlib.util.find_spec('jaxlib')
   if spec is None or spec.origin is None:
     return False
