@@ -1,6 +1,6 @@
 """Shared test set-up: 8 virtual CPU devices, the compile-speed XLA flags, one persistent
-compile cache, xdist workers pinned to their cores, Python's GC kept off the libraries,
-and the official-data fixture."""
+compile cache, the slow tests scheduled first, xdist workers pinned to their cores,
+Python's GC kept off the libraries, and the official-data fixture."""
 
 import gc
 import os
@@ -53,6 +53,18 @@ def pytest_configure(config):
   compile_report.register(config)  # CROSSTASK_COMPILE_REPORT=FILE: compile time per test
   if "not slow" in (config.option.markexpr or ""):
     _pin_xdist_worker()
+
+
+def pytest_collection_modifyitems(session, config, items):
+  """Runs the tests marked slow first, in their collected order, then the rest.
+
+  xdist hands tests out in collection order, one at a time (`--maxschedchunk=1` in
+  pyproject.toml): a 3-minute end-to-end test drawn near the end kept one worker busy
+  while the other had finished (the full suite's tail). Started first, the slow tests
+  spread over both workers and the many short tests fill in behind them. Both workers
+  sort alike, as xdist requires."""
+  del session, config
+  items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_collection_finish(session):

@@ -24,9 +24,19 @@ def noise_in(text: str) -> list[str]:
   return [line for line in text.splitlines() if any(n in line for n in NOISE)]
 
 
-def env() -> dict[str, str]:
+# Virtual CPU devices of an entry point's process: two still shard every batch and
+# checkpoint over a mesh, and each device is a share of the step's work to schedule on
+# 2 cores (the eleven end-to-end test modules, cold: 642 CPU s with 8 devices, 586 with 2).
+DEVICES = 2
+
+
+def env(compile_speed: bool = True) -> dict[str, str]:
+  """The entry points' environment: the CPU, DEVICES virtual devices, the tests' XLA
+  flags (`compile_speed=False`: XLA's optimised code, for a job that runs more than it
+  compiles), the tests' modules importable, TensorFlow quiet."""
   e = dict(os.environ)
-  e.update(JAX_PLATFORMS='cpu', XLA_FLAGS=xla_test_flags.flags(8),
+  e.update(JAX_PLATFORMS='cpu',
+           XLA_FLAGS=xla_test_flags.flags(DEVICES, compile_speed=compile_speed),
            TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1',
            PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]))
   # JAX's persistent compile cache comes with os.environ: conftest.py set it for the run.

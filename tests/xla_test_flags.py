@@ -15,6 +15,9 @@ near 2), which the tests' float32 tolerances allow for:
 The HLO passes (fusion decisions, scheduling, memory plans, the decoding options'
 rewrites some tests look for) are the same either way. The entry points the users run
 keep XLA's defaults: this is for the tests' compile time only.
+
+A test whose subprocess trains for tens of steps over a large vocabulary runs longer
+than it compiles; it asks for `compile_speed=False` (XLA's optimised code).
 """
 
 import functools
@@ -41,11 +44,13 @@ def _jaxlib_knows(flag: str) -> bool:
     return m.find(name) >= 0
 
 
-def flags(device_count: int = 8, existing: str = '') -> str:
-  """`existing` XLA_FLAGS plus `device_count` virtual CPU devices and the compile-speed
-  flags this jaxlib knows; a flag `existing` sets already is left as it is."""
+def flags(device_count: int = 8, existing: str = '', compile_speed: bool = True) -> str:
+  """`existing` XLA_FLAGS plus `device_count` virtual CPU devices and (unless
+  `compile_speed` is False) the compile-speed flags this jaxlib knows; a flag
+  `existing` sets already is left as it is."""
   out = existing.split()
-  wanted = [f'--xla_force_host_platform_device_count={device_count}', *_COMPILE_SPEED]
+  wanted = [f'--xla_force_host_platform_device_count={device_count}',
+            *(_COMPILE_SPEED if compile_speed else ())]
   for flag in wanted:
     name = flag.split('=')[0]
     if not any(f.split('=')[0] == name for f in out) and (
