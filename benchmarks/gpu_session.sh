@@ -3,15 +3,18 @@
 # wanted first, so a deadline leaves out the least:
 #   1. the profiles of LongLM-large's train step (cudnn, remat dots_attention, scan,
 #      batch 64) and of a greedy decode (batch 32), raw traces kept under $OUT/raw
-#   2. the GPU default's train row; greedy decode at batch 32 as it is, with the whole
-#      while loop one CUDA graph (`graph_while`) and with the encoder keys cached
-#      [b, h, len, d] (`keysfirst`: the product that ran at half the HBM rate)
+#   2. the GPU default's train row; the attention check, then the same row with cuDNN's
+#      ragged layout (`cudnn_segments`: packed segments as offsets, no [b, h, q, k]
+#      bias; attention was 161 of the step's 614 ms); greedy decode at batch 32 as it
+#      is, with the whole while loop one CUDA graph (`graph_while`) and with the
+#      encoder keys cached [b, h, len, d] (`keysfirst`: the product that ran at half
+#      the HBM rate)
 #   3. the eval-only job (infer) and HF's loop over the same examples
 #   4. training layouts: the remat that saves the norms too (batch 48), no layer scan,
 #      two layers per scan iteration (the scan's copies were 71 ms of a 614 ms step);
 #      greedy at batch 128 and beam 4; optax AdamW; T5 1.1 large
-#   5. HF's compiled and checkpointed settings (each may take its whole time limit),
-#      the cuDNN-vs-XLA attention check and the other HF settings
+#   5. HF's compiled and checkpointed settings (each may take its whole time limit)
+#      and the other HF settings
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
 # the time-to-quality pair (about 3 minutes); `--infer` the eval-only job alone,
 # crosstask's and HF's eager and compiled (about 6 minutes); `--quick`,
@@ -45,11 +48,11 @@ fi
 
 MODE=${1:-}
 if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" || "$MODE" == "--quick-infer" ]]; then
-  M=tiny; ATT=xla; LEN=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1)
+  M=tiny; ATT=xla; SEG=dot_product; LEN=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1)
   PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
   B=8; BIG=8; MID=16; DEC=8; BASE=tiny; LARGE=tiny
 else
-  M=longlm_large; ATT=cudnn; LEN=(--steps=5); DEADLINE=400; TIMEOUT=240
+  M=longlm_large; ATT=cudnn; SEG=cudnn_segments; LEN=(--steps=5); DEADLINE=400; TIMEOUT=240
   B=16; BIG=64; MID=48; DEC=32; BASE=t5_1_1_base; LARGE=t5_1_1_large
   PROFILE=(--model=longlm_large --attention=cudnn --remat=dots_attention --batch=64 --scan
            --steps=2)
@@ -99,7 +102,7 @@ fi
   --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
-  "train:$M:$ATT:dots_attention:$BIG:scan"
+  "train:$M:$ATT:dots_attention:$BIG:scan" check "train:$M:$SEG:dots_attention:$BIG:scan"
   "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:graph_while" "decode:$M:1:$DEC:scan:keysfirst"
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
   "train:$M:$ATT:dots_attention_norms:$MID:scan" "train:$M:$ATT:dots_attention:$BIG"
@@ -108,7 +111,7 @@ ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan:adamw" "train:$LARGE:$ATT:dots_attention:$MID:scan"
   "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$((DEC * 4)):compile"
   "hf-decode:$M:4:$DEC" "hf-train:$M:$B:adamw:compile"
-  check "hf-train:$M:$B:adamw" "hf-train:$M:$B"
+  "hf-train:$M:$B:adamw" "hf-train:$M:$B"
   "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
 )
 "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \

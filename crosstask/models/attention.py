@@ -17,6 +17,12 @@ causality decide who may attend to whom.
 - "cudnn": the same call with `implementation="cudnn"` (GPU; bfloat16 or float16).
   jax folds the boolean mask into the bias before the kernel, so the kernel reads one
   [batch, heads, q, k] bias but never writes logits or probabilities to memory.
+- "cudnn_segments": cuDNN's kernel in its ragged layout (Hopper or later): each packed
+  segment's offset and length instead of a mask, so the bias stays [1, heads, q, k]
+  (T5's relative bias depends on the key's distance from the query only, so it is
+  the same matrix for a segment as for the row). A batch the layout cannot describe
+  exactly (a row over MAX_SEGMENTS segments, a segment that is not contiguous) takes
+  the "cudnn" call instead, chosen on the device (`lax.cond`).
 - "flash": the Pallas TPU flash-attention kernel
   (`jax.experimental.pallas.ops.tpu.flash_attention`), with the position bias as its
   `ab` input (the kernel wants it per example: [batch, heads, q, k]) and the masks as
@@ -42,7 +48,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-FUSED = ("dot_product", "cudnn", "flash")
+FUSED = ("dot_product", "cudnn", "cudnn_segments", "flash")
+# Packed segments a row may hold for "cudnn_segments": its ragged layout takes a static
+# count per row (the GPU benchmark packs 2-4 examples a row; SeqIO's packer a few more).
+MAX_SEGMENTS = 8
 
 # Added to attention logits of masked pairs (T5X uses the same finite value, which
 # keeps fully masked rows finite).
@@ -104,6 +113,8 @@ def fused_attention(implementation: str, query: jax.Array, key: jax.Array, value
     return _dot_product_attention(query, key, value, mask, position_bias, None)
   if implementation == "cudnn":
     return cudnn_attention(query, key, value, mask, position_bias)
+  if implementation == "cudnn_segments":
+    return cudnn_segments_attention(query, key, value, mask, position_bias)
   if implementation == "flash":
     out = sharded_flash_attention(jnp.swapaxes(query, 1, 2), jnp.swapaxes(key, 1, 2),
                                   jnp.swapaxes(value, 1, 2), mask, position_bias)
@@ -133,6 +144,79 @@ def cudnn_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: At
                      f"float16, got query dtype {query.dtype}")
   bias = None if position_bias is None else position_bias.astype(query.dtype)
   return _dot_product_attention(query, key, value, mask, bias, implementation)
+
+
+@flax.struct.dataclass
+class SegmentLayout:
+  """Packed segments as cuDNN's ragged layout reads them: per row and slot (segment id
+  k >= 1 in slot k - 1; an unpacked row's one segment, id 0, in slot 0) the length and
+  first position on the query and key sides, -1 in the slots neither side uses. A slot
+  used on one side only has length 0 on the other, so the two sides' segments stay
+  paired; its offset is the next segment's start, so offsets never decrease in a row.
+  `exact`: whether the layout describes the mask (every segment contiguous, none past
+  the last slot)."""
+  q_seqlen: jax.Array  # int32 [batch, slots]
+  kv_seqlen: jax.Array  # int32 [batch, slots]
+  q_offsets: jax.Array  # int32 [batch, slots + 1]: the slots', then -1
+  kv_offsets: jax.Array  # int32 [batch, slots + 1]
+  exact: jax.Array  # bool []
+
+
+def segment_layout(mask: AttentionMask, slots: int = MAX_SEGMENTS) -> SegmentLayout:
+  """The ragged layout of `mask`'s segments in `slots` slots a row."""
+  def side(segments):
+    length = segments.shape[1]
+    slot = jnp.where(segments >= 0, jnp.maximum(segments - 1, 0), -1)
+    member = slot[:, :, None] == jnp.arange(slots)[None, None, :]  # [batch, len, slots]
+    count = member.sum(1, dtype=jnp.int32)
+    position = jnp.arange(length, dtype=jnp.int32)[None, :, None]
+    first = jnp.min(jnp.where(member, position, length), axis=1)
+    last = jnp.max(jnp.where(member, position, -1), axis=1)
+    exact = jnp.all((count == 0) | (last - first + 1 == count)) & jnp.all(slot < slots)
+    return count, jax.lax.cummin(first, axis=1, reverse=True), exact
+
+  q_count, q_first, q_exact = side(mask.q_segments)
+  k_count, k_first, k_exact = side(mask.k_segments)
+  used = (q_count > 0) | (k_count > 0)
+  unused_end = jnp.full((used.shape[0], 1), -1, jnp.int32)
+
+  def offsets(first):
+    return jnp.concatenate([jnp.where(used, first, -1), unused_end], axis=1)
+  return SegmentLayout(jnp.where(used, q_count, -1), jnp.where(used, k_count, -1),
+                       offsets(q_first), offsets(k_first), q_exact & k_exact)
+
+
+def cudnn_segments_attention(query: jax.Array, key: jax.Array, value: jax.Array,
+                             mask: AttentionMask, position_bias: jax.Array | None
+                             ) -> jax.Array:
+  """cuDNN's kernel over the packed segments' offsets and lengths (its ragged layout,
+  no [batch, heads, q, k] bias), or the "cudnn" call where the layout is not exact."""
+  # jax binds the ragged layout's arguments only in this module (jax.nn's call takes
+  # padding lengths alone); imported here so that a jax without it fails on use only.
+  from jax._src.cudnn import fused_attention_stablehlo as cudnn_lib
+  if query.dtype not in (jnp.bfloat16, jnp.float16):
+    raise ValueError(f"TransformerConfig.attention='cudnn_segments' needs dtype bfloat16 "
+                     f"or float16, got query dtype {query.dtype}")
+  layout = segment_layout(mask)
+  bias = None if position_bias is None else position_bias.astype(query.dtype)
+  mask_type = cudnn_lib.MaskType.PADDING_CAUSAL if mask.causal else cudnn_lib.MaskType.PADDING
+
+  # Positions in no segment are the kernel's to skip: their outputs and their
+  # gradients' rows are whatever the buffers held, so both are set to 0 here (a `where`
+  # selects; it passes no NaN on).
+  q_in = (mask.q_segments >= 0)[:, :, None, None]
+  k_in = (mask.k_segments >= 0)[:, :, None, None]
+
+  def ragged(query, key, value, bias):
+    out = cudnn_lib.dot_product_attention(
+        jnp.where(q_in, query, 0), jnp.where(k_in, key, 0), jnp.where(k_in, value, 0),
+        bias, None, layout.q_seqlen, layout.kv_seqlen, layout.q_offsets, layout.kv_offsets,
+        scale=1.0, mask_type=mask_type, qkv_layout="BTNH")
+    return jnp.where(q_in, out, 0)
+
+  def masked(query, key, value, bias):
+    return _dot_product_attention(query, key, value, mask, bias, "cudnn")
+  return jax.lax.cond(layout.exact, ragged, masked, query, key, value, bias)
 
 
 def packed_mask(segment_lengths: Sequence[Sequence[int]], length: int, *,

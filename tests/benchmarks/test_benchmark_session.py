@@ -3,7 +3,7 @@ GPU benchmark's rows it writes: every row kind, both sides (attention check, tra
 decoding, the eval-only job), so the scripts are known to work before a GPU is lent.
 
 One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
-(23 rows, each in its own process), and a module fixture shared by two tests would run
+(24 rows, each in its own process), and a module fixture shared by two tests would run
 it once per xdist worker that draws one of them (`make test` is `-n 2`, load-balanced)."""
 
 import json
@@ -18,16 +18,19 @@ import gpu_crosstask
 import gpu_spec
 import harness
 import roofline
+import runtime_subprocess
 import trace_categories
+import xla_test_flags
 
 
 @pytest.mark.slow
 def test_gpu_session_runs_every_row_kind_end_to_end_on_the_cpu(tmp_path):
   # What the next GPU session runs in one call, as --quick: both profiles with their raw
   # traces, crosstask's and HF's training rows, the decoding rows with rooflines and the
-  # eval-only job, all under $OUT. Batches 8 and 16: the tests' 8 virtual CPU devices
-  # (conftest) split them.
-  env = dict(os.environ, OUT=str(tmp_path), PYTHON=harness.sys.executable)
+  # eval-only job, all under $OUT. Batches 8 and 16 split over the entry points' virtual
+  # CPU devices (2: this run cold 180 -> 162 s against conftest's 8).
+  env = dict(os.environ, OUT=str(tmp_path), PYTHON=harness.sys.executable,
+             XLA_FLAGS=xla_test_flags.flags(runtime_subprocess.DEVICES))
   proc = subprocess.run(["bash", str(harness.ROOT / "benchmarks" / "gpu_session.sh"), "--quick"],
                         capture_output=True, text=True, cwd=str(harness.ROOT), env=env,
                         timeout=3600)
@@ -51,7 +54,7 @@ def _check_the_session(session, rows):
   assert profile["ms_per_token_step"] > 0  # the decode's
   assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
-  assert len(rows) == 23 and not failed and rows["check"]["ok"], failed
+  assert len(rows) == 24 and not failed and rows["check"]["ok"], failed
   assert {r["kind"] for r in rows.values()} == {
       "check", "train", "hf-train", "decode", "hf-decode", "infer", "hf-infer"}
   assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in rows.values())
@@ -91,6 +94,11 @@ def _check_the_rows_measure_what_they_name(rows):
     assert r["hf_setting"] == gpu_spec.parse(fastest["row"]).hf_setting()
   for r in (train, adamw):
     assert np.isfinite(r["loss"]) and r["loss"] > 0 and r["mfu"] is None
+  # The attention row (cudnn_segments on the GPU; its XLA twin here) trains the same
+  # step on the same data and parameters as the einsum row.
+  fused = rows["train:tiny:dot_product:dots_attention:8:scan"]
+  assert fused["settings"]["attention"] == "dot_product"
+  assert fused["loss"] == pytest.approx(train["loss"], rel=2e-2)
   # Beside every decode row, the bytes a step reads (no bandwidth known for a CPU);
   # HF expands the encoder output per beam, crosstask shares it.
   for beams in (1, 4):
