@@ -16,7 +16,7 @@ LENGTHS = "--gin.TASK_FEATURE_LENGTHS={'inputs': 64, 'targets': 64}"
 
 def _run(cmd, data_dir):
   # 70 training steps over LongLM's 32,640-piece vocabulary: XLA's optimised code pays
-  # for its longer compile (this test cold: 107-118 s under the compile-speed flags, 81 without).
+  # for its longer compile (this test cold: 107-118 s under the compile-speed flags, 81-97 without).
   env = rs.env(compile_speed=False)
   env["CROSSTASK_DATA_DIR"] = str(data_dir)
   res = subprocess.run(cmd, cwd=rs.REPO, env=env, capture_output=True, text=True, timeout=300)
