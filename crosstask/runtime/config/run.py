@@ -107,8 +107,9 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
   partitioner = partitioner or partitioning.Partitioner()
   profile = platform.for_mesh(partitioner.mesh) if profile is None else profile
   model = platform.resolve_model(model, profile)
-  matched = {role: _matched_task(model, cfg) for role, cfg in (datasets or {}).items()
-             if cfg is not None}
+  given = {role: cfg for role, cfg in (datasets or {}).items() if cfg is not None}
+  matched = {role: data.check_run_vocabulary(model, cfg) for role, cfg in given.items()}
+  _say_renamed(given, matched)
   first = next(iter(matched.values()), None)
   if batch_size is None:
     batch_size = first.batch_size
@@ -125,11 +126,13 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
              datasets=matched, train_steps=train_steps)
 
 
-def _matched_task(model: Any, cfg: data.DatasetConfig) -> data.DatasetConfig:
-  """`cfg` naming the task registered for the model's vocabulary, the change said aloud."""
-  matched = data.check_run_vocabulary(model, cfg)
-  if matched.mixture_or_task_name != cfg.mixture_or_task_name:
-    console.say(f"Task '{cfg.mixture_or_task_name}' is read as "
-                f"'{matched.mixture_or_task_name}', its copy tokenized with the model's "
-                'vocabulary.')
-  return matched
+def _say_renamed(given: Mapping[str, data.DatasetConfig],
+                 matched: Mapping[str, data.DatasetConfig]) -> None:
+  """Says once per task (not once per role that reads it) where the run reads the copy
+  registered for the model's vocabulary instead of the task named."""
+  renamed = {(given[role].mixture_or_task_name, cfg.mixture_or_task_name)
+             for role, cfg in matched.items()}
+  for name, copy in sorted(renamed):
+    if name != copy:
+      console.say(f"Task '{name}' is read as '{copy}', its copy tokenized with the model's "
+                  'vocabulary.')

@@ -231,10 +231,16 @@ def test_a_run_says_which_vocabulary_copy_of_its_task_it_reads(sample_sp, capsys
   from crosstask.runtime.data import pipeline as data  # pylint: disable=g-import-not-at-top
   cfg = data.DatasetConfig("csl_zh_abstract_to_title", {"inputs": 8, "targets": 8}, "train", 8,
                            False, 0, module="crosstask.tasks.csl")
-  resolved = run_lib.resolve(_model(vocabularies.get(sample_sp), 2432), datasets={"train": cfg})
+  # Three roles read the one task (training, teacher-forced and decoded evaluation):
+  # said once.
+  resolved = run_lib.resolve(_model(vocabularies.get(sample_sp), 2432),
+                             datasets={"train": cfg, "train_eval": cfg, "infer_eval": cfg})
   assert resolved.dataset("train").mixture_or_task_name == "csl_zh_abstract_to_title.csl_registration"
-  assert ("Task 'csl_zh_abstract_to_title' is read as 'csl_zh_abstract_to_title.csl_registration'"
-          in capsys.readouterr().out)
+  assert resolved.dataset("infer_eval").mixture_or_task_name == (
+      "csl_zh_abstract_to_title.csl_registration")
+  said = capsys.readouterr().out
+  assert said.count("Task 'csl_zh_abstract_to_title' is read as "
+                    "'csl_zh_abstract_to_title.csl_registration'") == 1, said
   # A model of the task's own vocabulary reads the task as named, silently.
   resolved = run_lib.resolve(_model(vocabularies.get(), 384), datasets={"train": cfg})
   assert resolved.dataset("train").mixture_or_task_name == "csl_zh_abstract_to_title"
