@@ -63,14 +63,10 @@ def row_check(lengths: Lengths) -> dict[str, Any]:
   # entry per head and distance): the ragged layout may read it per segment, where only
   # distances agree with the row's. Gradients are compared on the table.
   table = jnp.asarray(rng.normal(size=(h, 2 * s - 1)), jnp.float32)
-
-  def rel(a, b):
-    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    return float(np.abs(a - b).max() / (np.abs(b).max() + 1e-9))
   by_implementation: dict[str, dict[str, Any]] = {}
   for fused in implementations:
     try:
-      by_implementation[fused] = _check_one(fused, q, k, v, table, rel)
+      by_implementation[fused] = _check_one(fused, q, k, v, table)
     except Exception as e:  # pylint: disable=broad-except  # recorded; the others still run
       by_implementation[fused] = {'error': f'{type(e).__name__}: {e}'[:600]}
   first = by_implementation[implementations[0]]
@@ -91,7 +87,14 @@ def relative_bias(table):
   return table[:, distance][None]
 
 
-def _check_one(fused: str, q, k, v, table, rel) -> dict[str, Any]:
+def _rel_err(a, b) -> float:
+  """Largest absolute difference over the reference's largest magnitude."""
+  import numpy as np
+  a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+  return float(np.abs(a - b).max() / (np.abs(b).max() + 1e-9))
+
+
+def _check_one(fused: str, q, k, v, table) -> dict[str, Any]:
   """One implementation's output and gradient errors against XLA, both mask kinds."""
   import jax
   import jax.numpy as jnp
@@ -117,8 +120,8 @@ def _check_one(fused: str, q, k, v, table, rel) -> dict[str, Any]:
     gref = jax.jit(jax.grad(loss(xla), argnums=(0, 1, 2, 3)))(q, k, v, table)
     ggot = jax.jit(jax.grad(loss(impl), argnums=(0, 1, 2, 3)))(q, k, v, table)
     results['causal' if causal else 'bidirectional'] = {
-        'out_rel_err': rel(got, ref),
-        'grad_rel_err': {n: rel(x, y) for n, x, y in zip('qkvb', ggot, gref)}}
+        'out_rel_err': _rel_err(got, ref),
+        'grad_rel_err': {n: _rel_err(x, y) for n, x, y in zip('qkvb', ggot, gref)}}
   worst = max([r['out_rel_err'] for r in results.values()]
               + [e for r in results.values() for e in r['grad_rel_err'].values()])
   return {'errors': results, 'worst_rel_err': worst}

@@ -139,11 +139,18 @@ def cudnn_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: At
   `implementation=None` runs this very call, cast included, through XLA, so a CPU test
   can bound what the cast costs against float32 attention.
   """
-  if query.dtype not in (jnp.bfloat16, jnp.float16):
-    raise ValueError(f"TransformerConfig.attention='cudnn' needs dtype bfloat16 or "
-                     f"float16, got query dtype {query.dtype}")
-  bias = None if position_bias is None else position_bias.astype(query.dtype)
+  bias = _half_precision_bias("cudnn", query, position_bias)
   return _dot_product_attention(query, key, value, mask, bias, implementation)
+
+
+def _half_precision_bias(name: str, query: jax.Array, position_bias: jax.Array | None
+                         ) -> jax.Array | None:
+  """The float32 position bias cast to the half-precision operands' dtype (cuDNN's kernel
+  takes one dtype); a float32 query is refused, naming the `attention` setting."""
+  if query.dtype not in (jnp.bfloat16, jnp.float16):
+    raise ValueError(f"TransformerConfig.attention='{name}' needs dtype bfloat16 or "
+                     f"float16, got query dtype {query.dtype}")
+  return None if position_bias is None else position_bias.astype(query.dtype)
 
 
 @flax.struct.dataclass
@@ -194,11 +201,8 @@ def cudnn_segments_attention(query: jax.Array, key: jax.Array, value: jax.Array,
   # jax binds the ragged layout's arguments only in this module (jax.nn's call takes
   # padding lengths alone); imported here so that a jax without it fails on use only.
   from jax._src.cudnn import fused_attention_stablehlo as cudnn_lib
-  if query.dtype not in (jnp.bfloat16, jnp.float16):
-    raise ValueError(f"TransformerConfig.attention='cudnn_segments' needs dtype bfloat16 "
-                     f"or float16, got query dtype {query.dtype}")
+  bias = _half_precision_bias("cudnn_segments", query, position_bias)
   layout = segment_layout(mask)
-  bias = None if position_bias is None else position_bias.astype(query.dtype)
   mask_type = cudnn_lib.MaskType.PADDING_CAUSAL if mask.causal else cudnn_lib.MaskType.PADDING
 
   # Positions in no segment are the kernel's to skip: their outputs and their
@@ -214,7 +218,7 @@ def cudnn_segments_attention(query: jax.Array, key: jax.Array, value: jax.Array,
         scale=1.0, mask_type=mask_type, qkv_layout="BTNH")
     return jnp.where(q_in, out, 0)
 
-  def masked(query, key, value, bias):
+  def masked(query, key, value, bias):  # the "cudnn" call; `bias` is cast already
     return _dot_product_attention(query, key, value, mask, bias, "cudnn")
   return jax.lax.cond(layout.exact, ragged, masked, query, key, value, bias)
 

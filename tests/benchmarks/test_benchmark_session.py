@@ -20,7 +20,6 @@ import harness
 import roofline
 import runtime_subprocess
 import trace_categories
-import xla_test_flags
 
 
 @pytest.mark.slow
@@ -30,7 +29,7 @@ def test_gpu_session_runs_every_row_kind_end_to_end_on_the_cpu(tmp_path):
   # eval-only job, all under $OUT. Batches 8 and 16 split over the entry points' virtual
   # CPU devices (2: this run cold 180 -> 162 s against conftest's 8).
   env = dict(os.environ, OUT=str(tmp_path), PYTHON=harness.sys.executable,
-             XLA_FLAGS=xla_test_flags.flags(runtime_subprocess.DEVICES))
+             XLA_FLAGS=runtime_subprocess.env()["XLA_FLAGS"])
   proc = subprocess.run(["bash", str(harness.ROOT / "benchmarks" / "gpu_session.sh"), "--quick"],
                         capture_output=True, text=True, cwd=str(harness.ROOT), env=env,
                         timeout=3600)
