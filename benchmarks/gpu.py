@@ -4,9 +4,10 @@
     python benchmarks/gpu.py --rows train:longlm_large:cudnn:none:8 hf-train:longlm_large:8:adamw
     python benchmarks/gpu.py --platform cpu --rows check train:tiny:xla:none:2  # smoke, no GPU
 
-Every row runs in its own process (harness.run_child), one after another, so a row
-owns the device and an OOM or a crash costs that row only: it is recorded with its
-status and the reason. A row is KIND:POSITIONAL[:OPTION...] (gpu_spec.py parses it):
+Every row runs in its own process (harness.run_child_lines), one after another, so a
+row owns the device and an OOM or a crash costs that row only: it is recorded with its
+status and the reason. `--share_processes` (the CPU smoke run: no device memory to give
+back) runs the rows of one framework and XLA flags in one process instead. A row is KIND:POSITIONAL[:OPTION...] (gpu_spec.py parses it):
 
   check                                 cuDNN attention vs XLA attention on the GPU: T5's
                                         relative bias with padding, packing and causal
@@ -48,6 +49,7 @@ import os
 import pathlib
 import sys
 import time
+import traceback
 from typing import Any
 
 import flops
@@ -192,19 +194,62 @@ def not_run(row: gpu_spec.Row, reason: str) -> dict:
           'settings': row.settings(), 'status': 'not_run', 'reason': reason}
 
 
-def measure(row: gpu_spec.Row, args, timeout_s: float) -> dict:
-  """The row run in its own process, described, with its date, wall time and load."""
-  date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
-  load = list(os.getloadavg())
-  start = time.perf_counter()
-  raw = harness.run_child(
-      [sys.executable, __file__, f'--child={row.text}', f'--steps={args.steps}',
-       f'--platform={args.platform}', f'--lengths={args.lengths}',
-       f'--new_tokens={args.new_tokens}'], child_env(row, args.platform), timeout_s)
-  out = describe(row, raw, Lengths.parse(args.lengths, args.new_tokens))
-  out.update(date=date, wall_s=time.perf_counter() - start,
-             load_1_5_15min_at_start=load, load_1_5_15min_at_end=list(os.getloadavg()))
+def measure(rows: list[gpu_spec.Row], args, timeout_s: float) -> list[dict]:
+  """The rows run one after another in a process of their own, each described with its
+  date, its wall time in that process and the load; rows the process did not finish
+  (a crash, the time limit) carry its error."""
+  first = rows[0]
+  cmd = [sys.executable, __file__, *(f'--child={row.text}' for row in rows),
+         f'--steps={args.steps}', f'--platform={args.platform}', f'--lengths={args.lengths}',
+         f'--new_tokens={args.new_tokens}']
+  date, load, start = _now(), list(os.getloadavg()), time.perf_counter()
+  done, error = harness.run_child_lines(cmd, child_env(first, args.platform), timeout_s)
+  lengths = Lengths.parse(args.lengths, args.new_tokens)
+  out = []
+  for i, row in enumerate(rows):
+    if i < len(done):
+      raw, when = done[i]['raw'], done[i]
+    else:
+      raw = error or {'error': 'its process printed no result for it', 'status': 'failed'}
+      if i > len(done):  # the process ended on an earlier row
+        raw = {'error': f'not run: its process ended on {rows[len(done)].text}',
+               'status': 'not_run'}
+      when = dict(date=date, wall_s=time.perf_counter() - start,
+                  load_1_5_15min_at_start=load, load_1_5_15min_at_end=list(os.getloadavg()))
+    out.append({**describe(row, raw, lengths),
+                **{k: when[k] for k in ('date', 'wall_s', 'load_1_5_15min_at_start',
+                                        'load_1_5_15min_at_end')}})
   return out
+
+
+def run_rows(rows: list[gpu_spec.Row], lengths: Lengths, steps: int, platform: str) -> None:
+  """The child: each row measured in turn, its raw result, date, wall time and load
+  printed as one JSON line as soon as it is done."""
+  for row in rows:
+    date, load, start = _now(), list(os.getloadavg()), time.perf_counter()
+    try:
+      raw = run_row(row, lengths, steps, platform)
+    except Exception as e:  # pylint: disable=broad-except  # the next row still runs
+      traceback.print_exc()
+      raw = {'error': f'{type(e).__name__}: {e}'[-600:], 'status': 'failed'}
+    print(json.dumps({'row': row.text, 'raw': raw, 'date': date,
+                      'wall_s': time.perf_counter() - start, 'load_1_5_15min_at_start': load,
+                      'load_1_5_15min_at_end': list(os.getloadavg())}), flush=True)
+
+
+def _now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+
+
+def process_groups(specs: list[gpu_spec.Row], share: bool) -> list[list[gpu_spec.Row]]:
+  """The rows each process runs: one row each, or (`share`) every row of one framework
+  and XLA flags, in the order of each group's first row."""
+  if not share:
+    return [[row] for row in specs]
+  groups: dict[tuple[str, str], list[gpu_spec.Row]] = {}
+  for row in specs:
+    groups.setdefault((row.framework, row.xla_flags), []).append(row)
+  return list(groups.values())
 
 
 def print_table(rows: list[dict]) -> None:
@@ -230,15 +275,18 @@ def parse_args(argv):
                       help='start no row after this many seconds (rows left: not_run)')
   parser.add_argument('--out', default=None, help='JSON path (default benchmarks/results/'
                       'gpu.json; a cpu run writes only when given)')
-  parser.add_argument('--child', help=argparse.SUPPRESS)
+  parser.add_argument('--share_processes', action='store_true',
+                      help='rows of one framework and XLA flags share a process (a CPU '
+                      'smoke run: no device memory to give back between rows)')
+  parser.add_argument('--child', action='append', help=argparse.SUPPRESS)
   return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
   args = parse_args(argv)
   lengths = Lengths.parse(args.lengths, args.new_tokens)
-  if args.child:  # one row; its JSON on the last stdout line
-    print(json.dumps(run_row(gpu_spec.parse(args.child), lengths, args.steps, args.platform)))
+  if args.child:  # the rows of one process; a JSON line after each
+    run_rows([gpu_spec.parse(text) for text in args.child], lengths, args.steps, args.platform)
     return 0
   try:
     specs = [gpu_spec.parse(text) for text in args.rows]
@@ -256,26 +304,30 @@ def main(argv=None) -> int:
     machine = 'cpu'
   out = pathlib.Path(args.out) if args.out else harness.RESULTS / 'gpu.json'
   rows: list[dict] = []
+  order = [row.text for row in specs]
   start_load = os.getloadavg()
   began = time.perf_counter()
 
-  def save():  # after every row, so a lease that ends mid-run keeps the rows done
+  def save():  # after every process, so a lease that ends mid-run keeps the rows done
+    rows.sort(key=lambda r: order.index(r['row']))  # in the order asked, whatever the groups
     if args.platform == 'gpu' or args.out:
       harness.write('gpu', {'gpu': machine, 'peak_bf16_flops': peak_flops(machine),
                             'lengths': vars(lengths), 'rows': rows},
                     harness.default_threads(), start_load, str(out))
-  for row in specs:
+  for group in process_groups(specs, args.share_processes):
     spent = time.perf_counter() - began
     if args.deadline_s and spent > args.deadline_s:
-      rows.append(not_run(row, f'the run passed --deadline_s={args.deadline_s:.0f} '
-                               f'before this row ({spent:.0f} s)'))
+      rows += [not_run(row, f'the run passed --deadline_s={args.deadline_s:.0f} '
+                            f'before this row ({spent:.0f} s)') for row in group]
       continue
-    timeout = args.timeout_s
-    if args.deadline_s:  # a row may run 60 s past the deadline, no more
+    timeout = args.timeout_s * len(group)
+    if args.deadline_s:  # a process may run 60 s past the deadline, no more
       timeout = max(30, min(timeout, args.deadline_s + 60 - spent))
-    rows.append(measure(row, args, timeout))
+    done = measure(group, args, timeout)
+    rows += done
     add_ratios(rows)
-    print(json.dumps(rows[-1]), flush=True)
+    for row in done:
+      print(json.dumps(row), flush=True)
     save()
   save()
   print_table(rows)

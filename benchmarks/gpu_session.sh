@@ -48,11 +48,13 @@ fi
 
 MODE=${1:-}
 if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" || "$MODE" == "--quick-infer" ]]; then
-  M=tiny; ATT=xla; SEG=dot_product; LEN=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1)
+  # The rows of one framework share a process on the CPU (no device memory to give back).
+  M=tiny; ATT=xla; SEG=dot_product
+  ROW_ARGS=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1 --share_processes)
   PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
   B=8; BIG=8; MID=16; DEC=8; BASE=tiny; LARGE=tiny
 else
-  M=longlm_large; ATT=cudnn; SEG=cudnn_segments; LEN=(--steps=5); DEADLINE=400; TIMEOUT=240
+  M=longlm_large; ATT=cudnn; SEG=cudnn_segments; ROW_ARGS=(--steps=5); DEADLINE=400; TIMEOUT=240
   B=16; BIG=64; MID=48; DEC=32; BASE=t5_1_1_base; LARGE=t5_1_1_large
   PROFILE=(--model=longlm_large --attention=cudnn --remat=dots_attention --batch=64 --scan
            --steps=2)
@@ -74,7 +76,7 @@ fi
 
 if [[ "$MODE" == "--infer" || "$MODE" == "--quick-infer" ]]; then
   # The eval-only job (gpu_infer.py) and HF's loop over the same examples at its batch.
-  "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="$((DEADLINE + 80))" --timeout_s="$TIMEOUT" \
+  "$PY" benchmarks/gpu.py "${ROW_ARGS[@]}" --deadline_s="$((DEADLINE + 80))" --timeout_s="$TIMEOUT" \
     --out="$OUT/gpu.json" --rows "infer:$M:$DEC:scan" "hf-infer:$M:$DEC" \
     "hf-infer:$M:$DEC:compile" | tee -a "$OUT/log.txt"
   echo "results under $OUT"
@@ -89,7 +91,7 @@ if [[ "$MODE" == "--profiles" || "$MODE" == "--quick-profiles" ]]; then
     --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "train profile failed (above)"
   "$PY" benchmarks/profile_step.py "${DECODE_PROFILE[@]}" --out="$OUT/profile_decode.json" \
     --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
-  "$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="${PROFILE_ROWS_DEADLINE:-150}" \
+  "$PY" benchmarks/gpu.py "${ROW_ARGS[@]}" --deadline_s="${PROFILE_ROWS_DEADLINE:-150}" \
     --timeout_s="$TIMEOUT" --out="$OUT/gpu.json" --rows "train:$M:$ATT:dots_attention:$BIG:scan" \
     "decode:$M:1:$DEC:scan" "hf-train:$M:$B:adamw" "train:$BASE:$ATT:dots_attention:$BIG:scan" | tee -a "$OUT/log.txt"
   echo "results under $OUT"
@@ -114,6 +116,6 @@ ROWS=(  # most wanted first: the deadline leaves out the tail
   "hf-train:$M:$B:adamw" "hf-train:$M:$B"
   "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
 )
-"$PY" benchmarks/gpu.py "${LEN[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \
+"$PY" benchmarks/gpu.py "${ROW_ARGS[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \
   --out="$OUT/gpu.json" --rows "${ROWS[@]}" | tee -a "$OUT/log.txt"
 echo "results under $OUT"

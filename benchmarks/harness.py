@@ -169,18 +169,44 @@ def run_child(cmd: Sequence[str], env: Mapping[str, str], timeout_s: float,
   passes `timeout_s` gives {'error': reason, 'status': 'failed' | 'timeout'}, the
   reason ending with the last lines of its stderr.
   """
+  objects, error = run_child_lines(cmd, env, timeout_s, cwd)
+  return error or objects[-1]
+
+
+def run_child_lines(cmd: Sequence[str], env: Mapping[str, str], timeout_s: float,
+                    cwd: str | pathlib.Path = ROOT) -> tuple[list[dict[str, Any]], dict | None]:
+  """Runs `cmd` in its own process: the JSON objects it printed (each on a line of its
+  own, in order) and what went wrong, as run_child gives it (None when nothing did).
+
+  A child that measures several things prints one object after each, so those it
+  finished are kept when it later fails or passes `timeout_s`.
+  """
   start = time.perf_counter()
   try:
     done = subprocess.run(list(cmd), capture_output=True, text=True, env=dict(env),
                           cwd=str(cwd), timeout=timeout_s, check=False)
-  except subprocess.TimeoutExpired:
-    return {"error": f"passed its time limit ({timeout_s:.0f} s)", "status": "timeout"}
+  except subprocess.TimeoutExpired as e:  # its output is bytes whatever text= says
+    out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
+    return _json_lines(out), {"error": f"passed its time limit ({timeout_s:.0f} s)",
+                              "status": "timeout"}
+  objects = _json_lines(done.stdout)
   lines = done.stdout.strip().splitlines()
-  if done.returncode or not lines or not lines[-1].startswith("{"):
+  if done.returncode or not lines or not _json_lines(lines[-1]):
     tail = [l for l in (done.stderr or done.stdout).strip().splitlines() if l.strip()][-3:]
-    return {"error": f"exit {done.returncode} after {time.perf_counter() - start:.0f} s: "
-                     + " | ".join(tail)[-600:], "status": "failed"}
-  return json.loads(lines[-1])
+    return objects, {"error": f"exit {done.returncode} after {time.perf_counter() - start:.0f} "
+                              "s: " + " | ".join(tail)[-600:], "status": "failed"}
+  return objects, None
+
+
+def _json_lines(stdout: str) -> list[dict[str, Any]]:
+  objects = []
+  for line in stdout.splitlines():
+    if line.startswith("{"):
+      try:
+        objects.append(json.loads(line))
+      except json.JSONDecodeError:  # a log line that only looks like one
+        pass
+  return objects
 
 
 def write(name: str, payload: Mapping[str, Any], threads: int, start_load: Sequence[float],

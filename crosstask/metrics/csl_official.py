@@ -131,32 +131,36 @@ def bert_tokens(text: str, vocab_file: str | None = None) -> list[str]:
   return [piece for token in tokens for piece in wordpiece(token, vocab)]
 
 
+# The text functions below are memoised: a bootstrap interval scores the same
+# predictions against the same labels on each of its 1000 resamples.
+@functools.lru_cache(maxsize=1 << 16)
 def spaced(text: str, vocab_file: str | None = None) -> str:
   """The tokens joined by single spaces: what the official ROUGE-L scores."""
   return " ".join(bert_tokens(text, vocab_file))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def joined(text: str, vocab_file: str | None = None) -> str:
   """The tokens joined without spaces: what the official accuracy compares."""
   return "".join(bert_tokens(text, vocab_file))
 
 
+@functools.cache
 def _rouge():
   from rouge import Rouge  # pylint: disable=g-import-not-at-top
   return Rouge(metrics=["rouge-l"])
 
 
-def rouge_l_f(hypothesis: str, reference: str, scorer=None) -> float:
+@functools.lru_cache(maxsize=1 << 18)
+def rouge_l_f(hypothesis: str, reference: str) -> float:
   """The `rouge` package's ROUGE-L F of two already-tokenized strings (raises as it does)."""
-  scorer = scorer or _rouge()
-  return scorer.get_scores(hyps=hypothesis, refs=reference)[0]["rouge-l"]["f"]
+  return _rouge().get_scores(hyps=hypothesis, refs=reference)[0]["rouge-l"]["f"]
 
 
 def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
                 vocab_file: str | None = None) -> dict[str, float]:
   """Mean official ROUGE-L F, 0-100, under key "rougeL"; an empty prediction scores 0."""
   _checks.check_pairs(targets, predictions, "rouge_l_csl")
-  scorer = _rouge()
   total = 0.0
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
     ref = spaced(_checks.check_text(target, "rouge_l_csl", "targets", i), vocab_file)
@@ -164,15 +168,14 @@ def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
     if not ref.replace(".", "").strip():
       raise ValueError(f"rouge_l_csl: targets[{i}]={target!r} has no tokens to score against")
     if hyp.replace(".", "").strip():
-      total += rouge_l_f(hyp, ref, scorer)
+      total += rouge_l_f(hyp, ref)
   return {"rougeL": 100.0 * total / len(targets)}
 
 
-def nearest_label(prediction: str, labels: Sequence[str], rng: random.Random, scorer=None) -> str:
+def nearest_label(prediction: str, labels: Sequence[str], rng: random.Random) -> str:
   """The label the official script maps `prediction` to (all strings already `joined`)."""
-  scorer = scorer or _rouge()
   try:
-    scores = np.asarray([rouge_l_f(prediction, label, scorer) for label in labels], np.float32)
+    scores = np.asarray([rouge_l_f(prediction, label) for label in labels], np.float32)
   except ValueError:
     return rng.choice(list(labels))
   return labels[int(np.argmax(scores))]
@@ -185,11 +188,11 @@ def map_to_gold_labels(targets: Sequence[str], predictions: Sequence[str], seed:
   gold = [joined(_checks.check_text(t, "csl accuracy", "targets", i), vocab_file)
           for i, t in enumerate(targets)]
   labels = list(dict.fromkeys(gold))
-  rng, scorer = random.Random(seed), _rouge()
+  rng = random.Random(seed)
   mapped = []
   for i, p in enumerate(predictions):
     pred = joined(_checks.check_text(p, "csl accuracy", "predictions", i), vocab_file)
-    mapped.append(nearest_label(pred, labels, rng, scorer))
+    mapped.append(nearest_label(pred, labels, rng))
   return gold, mapped
 
 

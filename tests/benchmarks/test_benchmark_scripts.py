@@ -45,6 +45,54 @@ def test_gpu_script_without_a_gpu_says_so_and_exits_0(capsys):
   assert "no GPU on this machine" in capsys.readouterr().out
 
 
+def test_shared_processes_group_rows_by_framework_and_xla_flags():
+  texts = ["train:tiny:xla:none:8", "hf-train:tiny:8", "decode:tiny:1:8:graph_while",
+           "check", "hf-decode:tiny:1:8", "decode:tiny:1:8"]
+  specs = [gpu_spec.parse(t) for t in texts]
+  assert [[r.text for r in g] for g in gpu.process_groups(specs, share=False)] == [
+      [t] for t in texts]
+  assert [[r.text for r in g] for g in gpu.process_groups(specs, share=True)] == [
+      ["train:tiny:xla:none:8", "check", "decode:tiny:1:8"],
+      ["hf-train:tiny:8", "hf-decode:tiny:1:8"], ["decode:tiny:1:8:graph_while"]]
+
+
+def test_a_child_s_finished_objects_survive_its_crash_and_its_time_limit():
+  code = ("import json, sys, time\n"
+          "print(json.dumps({'n': 1})); print('{not json'); print(json.dumps({'n': 2}))\n"
+          "sys.stdout.flush()\n")
+  env = dict(harness.os.environ)
+  ok = harness.run_child_lines([harness.sys.executable, "-c", code], env, 60)
+  assert ok == ([{"n": 1}, {"n": 2}], None)
+  assert harness.run_child([harness.sys.executable, "-c", code], env, 60) == {"n": 2}
+  crash, error = harness.run_child_lines(
+      [harness.sys.executable, "-c", code + "sys.exit('row 3 broke')"], env, 60)
+  assert crash == [{"n": 1}, {"n": 2}] and error["status"] == "failed"
+  assert error["error"].startswith("exit 1 after") and "row 3 broke" in error["error"]
+  late, error = harness.run_child_lines(
+      [harness.sys.executable, "-c", code + "time.sleep(60)"], env, 3)
+  assert late == [{"n": 1}, {"n": 2}] and error["status"] == "timeout"
+  # A last line that is not a JSON object is a failure, whatever came before it.
+  _, error = harness.run_child_lines(
+      [harness.sys.executable, "-c", code + "print('done')"], env, 60)
+  assert error["status"] == "failed"
+
+
+def test_rows_after_a_shared_process_s_crash_are_not_run_not_failed(monkeypatch):
+  rows = [gpu_spec.parse(t) for t in ("check", "decode:tiny:1:8", "train:tiny:xla:none:8")]
+  first = {"raw": {"ok": True, "worst_rel_err": 0.0}, "date": "2026-11-27T00:00:00+00:00",
+           "wall_s": 1.5, "load_1_5_15min_at_start": [0, 0, 0],
+           "load_1_5_15min_at_end": [0, 0, 0]}
+  crashed = {"error": "exit -11 after 9 s: Segmentation fault", "status": "failed"}
+  monkeypatch.setattr(harness, "run_child_lines", lambda cmd, env, timeout: ([first], crashed))
+  args = gpu.parse_args(["--platform=cpu", "--lengths=32/16", "--new_tokens=6", "--steps=1"])
+  check, decode, train = gpu.measure(rows, args, 60)
+  assert (check["status"], check["ok"], check["wall_s"]) == ("ok", True, 1.5)
+  assert (decode["status"], decode["reason"]) == ("failed", crashed["error"])
+  assert train["status"] == "not_run" and train["reason"] == (
+      "not run: its process ended on decode:tiny:1:8")
+  assert all(r["date"] and len(r["load_1_5_15min_at_end"]) == 3 for r in (decode, train))
+
+
 def test_peak_lookup_takes_the_most_specific_name():
   assert gpu.peak_flops("NVIDIA H100 PCIe") == 756e12
   assert gpu.peak_flops("NVIDIA H100 80GB HBM3") == 989e12
