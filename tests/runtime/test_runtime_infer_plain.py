@@ -11,6 +11,7 @@ import pytest
 
 import runtime_subprocess as rs
 from crosstask import paths
+from crosstask import score
 
 TASK = 'csl_zh_abstract_to_title'
 FIELDS = ('index', 'inputs', 'targets', 'prediction', 'score', 'target_score', 'step',
@@ -33,7 +34,7 @@ def _lines(path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_the_plain_job_writes_the_seqio_jobs_file_and_score_takes_it(tmp_path):
+def test_the_plain_job_writes_the_seqio_jobs_file_and_score_takes_it(tmp_path, capsys):
   model_dir = tmp_path / 'model'
   _ok(_run(rs.train_cmd(model_dir, 1, f"--gin.MIXTURE_OR_TASK_NAME='{TASK}'",
                         "--gin.MIXTURE_OR_TASK_MODULE='crosstask.tasks.csl'",
@@ -55,12 +56,15 @@ def test_the_plain_job_writes_the_seqio_jobs_file_and_score_takes_it(tmp_path):
   assert f'Wrote 30 predictions to {tmp_path / "plain" / name}' in plain.stdout
   assert not rs.noise_in(plain.stdout + plain.stderr)
 
-  scored = {}
+  scored = {}  # `python -m crosstask.score` in this process: no TensorFlow start-up to pay
+  capsys.readouterr()
   for which, path in (('seqio', model_dir / 'infer' / name), ('plain', tmp_path / 'plain' / name)):
-    res = _ok(_run([sys.executable, '-m', 'crosstask.score', str(path), '--bootstrap=0',
-                    '--module=crosstask.tasks.csl', f'--output_dir={tmp_path / which}']))
-    assert 'note:' not in res.stdout + res.stderr  # the fingerprint is the task's own
-    scored[which] = (res.stdout, _lines(tmp_path / which / 'metrics.jsonl'))
+    with paths.use_data_dir(paths.SAMPLE_DIR):
+      assert score.main([str(path), '--bootstrap=0', '--module=crosstask.tasks.csl',
+                         f'--output_dir={tmp_path / which}']) == 0
+    out, err = capsys.readouterr()
+    assert 'note:' not in out + err  # the fingerprint is the task's own
+    scored[which] = (out, _lines(tmp_path / which / 'metrics.jsonl'))
   assert scored['plain'] == scored['seqio']
   (record,), = [scored['plain'][1]]
   assert record['fingerprint'] == want[0]['fingerprint'] and record['step'] == 1
