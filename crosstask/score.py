@@ -18,9 +18,10 @@ embeddings with the official scorer into the same kind of record.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
+
+from crosstask.runtime.config import platform
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,12 +45,14 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--data", help="SciRepEval: the task's test directory (or a root of them)")
   p.add_argument("--backend", default="sklearn", help="SciRepEval probe backend")
   p.add_argument("--no_few_shot", action="store_true", help="SciRepEval: skip few-shot runs")
+  p.add_argument("--verbose", action="store_true",
+                 help="keep TensorFlow's start-up lines and library warnings")
   return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  platform.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   from crosstask.results import rescoring  # pylint: disable=g-import-not-at-top
   try:
     if args.scirepeval_task:
