@@ -1,4 +1,5 @@
-"""`make demo` end to end: vocabulary, datasets, baselines, a short training run, the table."""
+"""`make demo` end to end: vocabulary, datasets, baselines, a short training run, the
+table; then the demo's run re-scored as a researcher would, with no override."""
 
 import re
 import subprocess
@@ -7,11 +8,19 @@ import sys
 import pytest
 
 import runtime_subprocess
+from crosstask import paths
 from crosstask import records
+from crosstask import score
+from crosstask.results import table
+
+# The demo's model uses the SentencePiece vocabulary it trained, so its task is the copy
+# registered for that vocabulary.
+BASE_TASK = "csl_zh_discipline_to_category"
+TASK = f"{BASE_TASK}.csl_sample"
 
 
 @pytest.mark.slow
-def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(tmp_path):
+def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(tmp_path, capsys):
   env = runtime_subprocess.env()
   env["CROSSTASK_DATA_DIR"] = str(tmp_path / "ignored")  # the demo pins the bundled sample
   proc = subprocess.run([sys.executable, "-m", "crosstask.demo", f"--output_dir={tmp_path}"],
@@ -28,9 +37,7 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   header = re.search(r"^\| run \| model \| seeds \| (.+) \|$", out, re.M)
   assert header, out[-3000:]
   columns = header[1].split(" | ")
-  # The demo's model uses the SentencePiece vocabulary it trained, so its task is the
-  # copy registered for that vocabulary.
-  task = "csl_zh_discipline_to_category.csl_sample"
+  task = TASK
   assert all(c.startswith(f"{task} ") for c in columns)
   assert {c.split()[1] for c in columns} == {"accuracy", "macro_f1"}
   model = re.search(r"^\| tiny T5 \(300 steps\) \| T5 d64 2\+2L \| 0 \| (.+) \|$", out, re.M)
@@ -52,3 +59,47 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   assert f"The trained model beats the baseline on: {task} accuracy" in out
   assert (tmp_path / "results.png").read_bytes()[:4] == b"\x89PNG"
   assert re.search(r"A real run, a pretrained T5-base, reaches [\d.]+ macro-F1 .* \(CSL paper, Table 9", out)
+  _rescoring_the_demo_run_needs_no_override(tmp_path / "model", record, capsys)
+
+
+def _score(capsys, *args) -> str:
+  """`python -m crosstask.score ARGS` (in this process: no second TensorFlow start-up)."""
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    assert score.main([str(a) for a in args]) == 0, capsys.readouterr().err
+  return capsys.readouterr().out
+
+
+def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
+  """Infer's file and the training run's own inference log, both of a task registered for
+  the run's SentencePiece vocabulary (`<task>.<vocabulary>`), re-score to the eval's
+  numbers, under its fingerprint, in the run's own column."""
+  env = {**runtime_subprocess.env(), paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
+  infer = subprocess.run([sys.executable, "-m", "crosstask.infer", f"--run_dir={model_dir}"],
+                         cwd=runtime_subprocess.REPO, env=env, capture_output=True, text=True,
+                         timeout=600)
+  assert infer.returncode == 0, infer.stdout[-3000:] + infer.stderr[-3000:]
+  log = model_dir / "inference_eval" / f"{TASK}-{evaluated.step:06d}.jsonl"
+  inferred = model_dir / "infer" / f"{TASK}-validation.jsonl"
+  for path in (inferred, log):  # no --task, --split, --step, --vocabulary or --module
+    out = _score(capsys, path)
+    assert "definition changed" not in out
+    *_, scored = records.read(path.parent)
+    assert (scored.task, scored.step, scored.split, scored.fingerprint) == (
+        TASK, evaluated.step, "validation", evaluated.fingerprint)
+    assert scored.metrics == pytest.approx(evaluated.metrics, abs=1e-9), path
+    assert scored.source == f"score:{path.name}"
+  # The plain name with --task scores the vocabulary's copy, not another definition.
+  plain = model_dir.parent / "plain"
+  _score(capsys, inferred, f"--task={BASE_TASK}", f"--output_dir={plain}")
+  (record,) = records.read(plain)
+  assert (record.task, record.fingerprint) == (TASK, evaluated.fingerprint)
+
+  # The re-scored records replace the eval's in the run's own column, with its interval.
+  result = table.build([model_dir, model_dir / "infer"], paper="none", all_metrics=True)
+  assert {c.name for c in result.columns} == {TASK} and not result.conflicts()
+  for column in result.columns:
+    for row in result.rows:
+      cell = row.cells[column]
+      assert cell["mean"] == pytest.approx(evaluated.metrics[column.metric])
+      low, high = cell["ci95"]
+      assert low <= cell["mean"] <= high and low < high
