@@ -7,7 +7,10 @@
 Every row runs in its own process (harness.run_child_lines), one after another, so a
 row owns the device and an OOM or a crash costs that row only: it is recorded with its
 status and the reason. `--share_processes` (the CPU smoke run: no device memory to give
-back) runs the rows of one framework and XLA flags in one process instead. A row is KIND:POSITIONAL[:OPTION...] (gpu_spec.py parses it):
+back) runs the rows of one framework and XLA flags in one process instead. A row's
+`wall_s` is its own time in its process, start-up excluded.
+
+A row is KIND:POSITIONAL[:OPTION...] (gpu_spec.py parses it):
 
   check                                 cuDNN attention vs XLA attention on the GPU: T5's
                                         relative bias with padding, packing and causal
@@ -198,12 +201,11 @@ def measure(rows: list[gpu_spec.Row], args, timeout_s: float) -> list[dict]:
   """The rows run one after another in a process of their own, each described with its
   date, its wall time in that process and the load; rows the process did not finish
   (a crash, the time limit) carry its error."""
-  first = rows[0]
   cmd = [sys.executable, __file__, *(f'--child={row.text}' for row in rows),
          f'--steps={args.steps}', f'--platform={args.platform}', f'--lengths={args.lengths}',
          f'--new_tokens={args.new_tokens}']
   date, load, start = _now(), list(os.getloadavg()), time.perf_counter()
-  done, error = harness.run_child_lines(cmd, child_env(first, args.platform), timeout_s)
+  done, error = harness.run_child_lines(cmd, child_env(rows[0], args.platform), timeout_s)
   lengths = Lengths.parse(args.lengths, args.new_tokens)
   out = []
   for i, row in enumerate(rows):
