@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import seqio
 
 import runtime_subprocess
 from crosstask import paths
@@ -74,13 +75,19 @@ def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
   the run's SentencePiece vocabulary (`<task>.<vocabulary>`), re-score to the eval's
   numbers, under its fingerprint, in the run's own column."""
   env = {**runtime_subprocess.env(), paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
-  infer = subprocess.run([sys.executable, "-m", "crosstask.infer", f"--run_dir={model_dir}"],
+  infer_dir = model_dir.parent / "infer"  # outside the run: its config.gin is beside the file
+  infer = subprocess.run([sys.executable, "-m", "crosstask.infer", f"--run_dir={model_dir}",
+                          f"--gin.INFER_OUTPUT_DIR='{infer_dir}'"],
                          cwd=runtime_subprocess.REPO, env=env, capture_output=True, text=True,
                          timeout=600)
   assert infer.returncode == 0, infer.stdout[-3000:] + infer.stderr[-3000:]
   log = model_dir / "inference_eval" / f"{TASK}-{evaluated.step:06d}.jsonl"
-  inferred = model_dir / "infer" / f"{TASK}-validation.jsonl"
-  for path in (inferred, log):  # no --task, --split, --step, --vocabulary or --module
+  inferred = infer_dir / f"{TASK}-validation.jsonl"
+  for path in (log, inferred):  # no --task, --split, --step, --vocabulary or --module
+    # Each finds the vocabulary in its run's config, as a fresh `crosstask.score` would:
+    # the copy an earlier score registered in this process is not there to find.
+    if TASK in seqio.TaskRegistry.names():
+      seqio.TaskRegistry.remove(TASK)
     out = _score(capsys, path)
     assert "definition changed" not in out
     *_, scored = records.read(path.parent)
@@ -95,7 +102,7 @@ def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
   assert (record.task, record.fingerprint) == (TASK, evaluated.fingerprint)
 
   # The re-scored records replace the eval's in the run's own column, with its interval.
-  result = table.build([model_dir, model_dir / "infer"], paper="none", all_metrics=True)
+  result = table.build([model_dir, infer_dir], paper="none", all_metrics=True)
   assert {c.name for c in result.columns} == {TASK} and not result.conflicts()
   for column in result.columns:
     for row in result.rows:
