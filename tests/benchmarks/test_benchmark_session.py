@@ -4,8 +4,9 @@ decoding, the eval-only job), so the scripts are known to work before a GPU is l
 
 One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
 (24 rows; on the GPU each in its own process, here the rows of one framework and XLA
-flags share one: 208 -> 122 s in the cold suite), and a module fixture shared by two tests would run
-it once per xdist worker that draws one of them (`make test` is `-n 2`, load-balanced)."""
+flags share one: 208 -> 122 s in the cold suite), and a module fixture shared by two
+tests would run it once per xdist worker that draws one of them (`make test` is `-n 2`,
+load-balanced)."""
 
 import json
 import os
