@@ -38,8 +38,7 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   header = re.search(r"^\| run \| model \| seeds \| (.+) \|$", out, re.M)
   assert header, out[-3000:]
   columns = header[1].split(" | ")
-  task = TASK
-  assert all(c.startswith(f"{task} ") for c in columns)
+  assert all(c.startswith(f"{TASK} ") for c in columns)
   assert {c.split()[1] for c in columns} == {"accuracy", "macro_f1"}
   model = re.search(r"^\| tiny T5 \(300 steps\) \| T5 d64 2\+2L \| 0 \| (.+) \|$", out, re.M)
   baseline = re.search(r"^\| majority class \(train\) \| - \| \? \| (.+) \|$", out, re.M)
@@ -56,8 +55,8 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   assert theirs[accuracy] < low <= mean <= high, out[-3000:]  # wholly above the baseline
   # The model's numbers are the ones its training-time evaluation recorded.
   (record,) = records.read(tmp_path / "model" / "inference_eval")
-  assert record.step == 300 and record.task == task
-  assert f"The trained model beats the baseline on: {task} accuracy" in out
+  assert record.step == 300 and record.task == TASK
+  assert f"The trained model beats the baseline on: {TASK} accuracy" in out
   assert (tmp_path / "results.png").read_bytes()[:4] == b"\x89PNG"
   assert re.search(r"A real run, a pretrained T5-base, reaches [\d.]+ macro-F1 .* \(CSL paper, Table 9", out)
   _rescoring_the_demo_run_needs_no_override(tmp_path / "model", record, capsys)
