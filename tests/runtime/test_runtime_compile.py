@@ -50,7 +50,15 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
                      num_partitions=NUM_PARTITIONS[layout])
   partitioner = run.partitioner
   trainer = aot.build_trainer(run)
+  compiled = []
+  compile_train_step = trainer.compile_train_step
+  trainer.compile_train_step = lambda *args: compiled.append(compile_train_step(*args)) or compiled[-1]
   result = aot.compile_trainer(trainer, run, chip=where.chip, topology=where.name)
+  # The dropout masks come from the TPU profile's hardware generator, as on a TPU,
+  # not from the threefry this CPU process defaults to.
+  program = compiled[0].as_text()
+  assert result.prng_impl == 'unsafe_rbg'
+  assert 'rng-bit-generator' in program and 'threefry' not in program
   state = trainer.abstract_state()
   params_total, opt_total = _total_bytes(state['params']), _total_bytes(state['opt_state'])
   # Parameters are never split over 'data'; FSDP and tensor axes split (nearly) all.

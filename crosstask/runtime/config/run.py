@@ -75,10 +75,10 @@ class Run:
     return abstract, shardings
 
 
-def abstract_key() -> jax.ShapeDtypeStruct:
-  """A key of the configured PRNG implementation, as shapes only, never a buffer:
-  lowering on an eager key would place it on a device."""
-  return jax.eval_shape(lambda: jax.random.key(0))
+def abstract_key(impl: str | None = None) -> jax.ShapeDtypeStruct:
+  """A key of PRNG implementation `impl` (None: the configured default), as shapes
+  only, never a buffer: lowering on an eager key would place it on a device."""
+  return jax.eval_shape(lambda: jax.random.key(0, impl=impl))
 
 
 def boxed_params(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any:

@@ -163,13 +163,16 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
   state = trainer.abstract_state()
   batch = abstract_batch(job.batch_size, job.lengths, job.pack and step == 'train',
                          partitioner.data_sharding)
+  # The target's generator, not this process's: a TPU or GPU run draws its dropout
+  # masks with the hardware generator (the profile's), which compiles to a different,
+  # smaller program than the threefry a CPU process defaults to.
+  key = run_lib.abstract_key(job.profile.prng_impl)
   start = time.perf_counter()
   try:
     if step == 'train':
-      key = run_lib.abstract_key()
       programs = {'train_step': trainer.compile_train_step(state, batch, key)}
     else:
-      programs = _compile_decoding(job, partitioner, state['params'], batch)
+      programs = _compile_decoding(job, partitioner, state['params'], batch, key)
   except jax.errors.JaxRuntimeError as e:
     # The TPU compiler refuses a program that does not fit the chip's HBM.
     overflow = compile_report.out_of_memory(str(e))
@@ -178,14 +181,16 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
     return dataclasses.replace(
         compile_report.refused_report(devices, topology, step, layout_name, job.batch_size,
                                       job.lengths),
-        model_options=model_options(job),
+        model_options=model_options(job), prng_impl=job.profile.prng_impl,
         per_chip_gib=overflow[0], fits=False,
         hbm_gib=float(chip.hbm_gib) if chip is not None else overflow[1],
         params_gib=per_chip_bytes(state['params']) / GIB,
         opt_state_gib=per_chip_bytes(state['opt_state']) / GIB,
         compile_s=time.perf_counter() - start, error=str(e).strip().splitlines()[0][:500])
-  return report_programs(trainer, job, programs, chip=chip, topology=topology, step=step,
-                         compile_s=time.perf_counter() - start)
+  result = report_programs(trainer, job, programs, chip=chip, topology=topology, step=step,
+                           compile_s=time.perf_counter() - start)
+  result.prng_impl = job.profile.prng_impl
+  return result
 
 
 def report_programs(trainer: trainer_lib.Trainer, job: run_lib.Run,
@@ -229,7 +234,8 @@ def model_options(job: run_lib.Run) -> dict[str, Any]:
 
 
 def _compile_decoding(job: run_lib.Run, partitioner: partitioning.Partitioner, params: Any,
-                      batch: Mapping[str, jax.ShapeDtypeStruct]) -> dict[str, Any]:
+                      batch: Mapping[str, jax.ShapeDtypeStruct], key: jax.ShapeDtypeStruct
+                      ) -> dict[str, Any]:
   """The decode as `Inference` runs it: the encoder, then the decoding loop."""
   encode, loop = job.model.decoding_programs()
   inputs = {k: batch[k] for k in ('encoder_input_tokens', 'decoder_input_tokens')}
@@ -241,5 +247,5 @@ def _compile_decoding(job: run_lib.Run, partitioner: partitioning.Partitioner, p
         lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
         jax.eval_shape(encode, params, inputs), encoder.output_shardings)
     decoder = jax.jit(loop, out_shardings=(partitioner.data_sharding,) * 2).lower(
-        params, inputs, encoded, cache, run_lib.abstract_key()).compile()
+        params, inputs, encoded, cache, key).compile()
   return {'encoder': encoder, 'loop': decoder}

@@ -57,6 +57,9 @@ class Report:
   error: str | None = None  # XLA's refusal when the program does not fit
   # The network's remat / attention / layer-scan settings, where its config has them.
   model_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+  # The PRNG implementation the program draws dropout (and sampling) with: the target
+  # platform profile's, as the run itself will.
+  prng_impl: str | None = None
 
   def as_dict(self) -> dict[str, Any]:
     return dataclasses.asdict(self)
