@@ -82,11 +82,11 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
 
 
 @pytest.mark.slow
-def test_cli_json_last_line_reports_a_fitting_chip():
+def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction():
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
-    code = compile_cli.main(['--gin_file=' + TINY, '--topology=v5e:2x2', '--json']
-                            + ['--gin.' + b for b in SMALL_BATCH])
+    code = compile_cli.main(['--gin_file=' + TINY, '--topology=v5e:2x2', '--json',
+                             '--gin.TRAIN_STEPS=3000'] + ['--gin.' + b for b in SMALL_BATCH])
   assert code == 0
   lines = out.getvalue().strip().splitlines()
   report = json.loads(lines[-1])
@@ -97,7 +97,19 @@ def test_cli_json_last_line_reports_a_fitting_chip():
   # The model's 'auto' attention and remat took the TPU profile's, not this CPU's.
   assert (report['model_options']['attention'], report['model_options']['remat_policy']) == (
       'flash', 'full')
-  assert 'fits' in '\n'.join(lines[:-1])  # the human-readable table came first
+  # The roofline prediction: the longest of the FLOP, HBM and collective terms at the
+  # chip's figures, the MFU it allows, and the hours for TRAIN_STEPS.
+  chip = topology.CHIPS['v5e']
+  step_s = max(report['predicted_flops_per_chip'] / chip.peak_bf16_flops,
+               report['predicted_hbm_bytes_per_chip'] / chip.hbm_bytes_per_s,
+               report['collective_bytes'] / chip.interconnect_bytes_per_s)
+  assert report['predicted_step_s'] == pytest.approx(step_s)
+  assert report['predicted_hours'] == pytest.approx(3000 * step_s / 3600)
+  assert report['predicted_mfu'] == pytest.approx(
+      report['model_flops_per_chip'] / chip.peak_bf16_flops / step_s)
+  text = '\n'.join(lines[:-1])  # the human-readable table came first
+  assert 'fits' in text and 'predicted step' in text and 'predicted MFU' in text
+  assert 'for TRAIN_STEPS=3000' in text
 
 
 def _cli_json(argv) -> dict:

@@ -3,7 +3,8 @@
 XLA's cost model counts a while loop's body once; the prediction takes its FLOPs from
 the model count and scales the collectives and HBM bytes by each loop's trip count
 (`runtime.hlo`). The tiny model is compiled scanned and unrolled, on this machine's
-CPU and for a v5e 2x2 slice (libtpu's compile-only devices).
+CPU and for a v5e 2x2 slice (libtpu's compile-only devices). The CLI's JSON and text
+carry the prediction (test_runtime_compile.py, in the one CLI compile there).
 """
 
 import contextlib
@@ -21,7 +22,6 @@ from crosstask.runtime.jobs import aot
 from crosstask.runtime.sharding import compile_report
 from crosstask.runtime.sharding import hlo
 from crosstask.runtime.sharding import model_flops
-from crosstask.runtime.sharding import topology
 
 TINY = 't5_1_1/tiny.gin'
 BATCH = ['BATCH_SIZE=8', "TASK_FEATURE_LENGTHS={'inputs': 32, 'targets': 16}"]
@@ -167,25 +167,3 @@ def test_scanned_and_unrolled_compiles_predict_the_same_step(topology_name):
                                                            rel=0.25)
   assert scanned.predicted_step_s == pytest.approx(unrolled.predicted_step_s, rel=0.25)
   assert 0 < scanned.predicted_mfu <= 1
-
-
-@pytest.mark.slow
-def test_cli_json_and_text_carry_the_prediction_and_hours():
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out):
-    code = compile_cli.main(['--gin_file=' + TINY, '--topology=v5e:2x2', '--json',
-                             '--gin.TRAIN_STEPS=3000'] + ['--gin.' + b for b in BATCH])
-  assert code == 0
-  lines = out.getvalue().strip().splitlines()
-  report = json.loads(lines[-1])
-  chip = topology.CHIPS['v5e']
-  step_s = max(report['predicted_flops_per_chip'] / chip.peak_bf16_flops,
-               report['predicted_hbm_bytes_per_chip'] / chip.hbm_bytes_per_s,
-               report['collective_bytes'] / chip.interconnect_bytes_per_s)
-  assert report['predicted_step_s'] == pytest.approx(step_s)
-  assert report['predicted_hours'] == pytest.approx(3000 * step_s / 3600)
-  assert report['predicted_mfu'] == pytest.approx(
-      report['model_flops_per_chip'] / chip.peak_bf16_flops / step_s)
-  text = '\n'.join(lines[:-1])
-  assert 'predicted step' in text and 'predicted MFU' in text
-  assert 'for TRAIN_STEPS=3000' in text
