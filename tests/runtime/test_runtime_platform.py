@@ -122,19 +122,20 @@ def test_libtpu_installed_on_a_cpu_machine_keeps_the_cpu_profile(tmp_path):
 
 
 _APPLIED = textwrap.dedent("""
-    import json, sys
+    import gc, json, sys
     from crosstask.runtime.config import gin_utils
 
     def job():
       import jax
       print(json.dumps({'prng': str(jax.random.key_impl(jax.random.key(0))),
-                        'cache': jax.config.values['jax_compilation_cache_dir']}))
+                        'cache': jax.config.values['jax_compilation_cache_dir'],
+                        'gc': gc.get_threshold()}))
 
     gin_utils.run_main(job, ['--gin_search_paths=/tmp'] + sys.argv[1:], job='train')
 """)
 
 
-def test_the_entry_point_applies_the_profiles_prng_and_compilation_cache(tmp_path):
+def test_the_entry_point_applies_the_profiles_prng_compilation_cache_and_gc(tmp_path):
   env = {k: v for k, v in rs.env().items() if k != "JAX_COMPILATION_CACHE_DIR"}
   env[host_memory.ENV] = "system"
 
@@ -144,10 +145,12 @@ def test_the_entry_point_applies_the_profiles_prng_and_compilation_cache(tmp_pat
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
-  assert run() == {"prng": "threefry2x32", "cache": None}
+  # The collector's thresholds too, on any platform: Python's defaults are (700, 10, 10).
+  gc = list(platform.GC_THRESHOLDS)
+  assert run() == {"prng": "threefry2x32", "cache": None, "gc": gc}
   named = run("--gin.platform.profile.name='tpu'",
               f"--gin.platform.profile.compilation_cache_dir='{tmp_path}'")
-  assert named == {"prng": "unsafe_rbg", "cache": str(tmp_path)}
+  assert named == {"prng": "unsafe_rbg", "cache": str(tmp_path), "gc": gc}
 
 
 # ------------------------------------------------------------------ the model's config
