@@ -164,8 +164,10 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
   batch = abstract_batch(job.batch_size, job.lengths, job.pack and step == 'train',
                          partitioner.data_sharding)
   # The target's generator, not this process's: a TPU or GPU run draws its dropout
-  # masks with the hardware generator (the profile's), which compiles to a different,
-  # smaller program than the threefry a CPU process defaults to.
+  # masks with the hardware generator (the profile's), a different program from the
+  # threefry a CPU process defaults to. LongLM large fine-tuning (dropout 0.1, OutGen
+  # 128/512, batch 128, v5e-8) plans 6.95 GiB a chip and a 2.33 s step with it; with
+  # threefry the plan said 6.47 GiB and 1.92 s.
   key = run_lib.abstract_key(job.profile.prng_impl)
   start = time.perf_counter()
   try:
