@@ -89,13 +89,8 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
 
 @pytest.mark.slow
 def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction():
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out):
-    code = compile_cli.main(['--gin_file=' + TINY, '--topology=v5e:2x2', '--json',
-                             '--gin.TRAIN_STEPS=3000'] + ['--gin.' + b for b in SMALL_BATCH])
-  assert code == 0
-  lines = out.getvalue().strip().splitlines()
-  report = json.loads(lines[-1])
+  report, text = _cli_run(['--gin_file=' + TINY, '--topology=v5e:2x2',
+                           '--gin.TRAIN_STEPS=3000'] + ['--gin.' + b for b in SMALL_BATCH])
   assert report['fits'] is True and report['prng_impl'] == 'unsafe_rbg'
   assert report['hbm_gib'] == 16 and report['chips'] == 4 and report['layout'] == 'data'
   assert 0 < report['per_chip_gib'] < report['hbm_gib']
@@ -115,18 +110,24 @@ def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction():
   assert report['predicted_hours'] == pytest.approx(3000 * step_s / 3600)
   assert report['predicted_mfu'] == pytest.approx(
       report['model_flops_per_chip'] / chip.peak_bf16_flops / step_s)
-  text = '\n'.join(lines[:-1])  # the human-readable table came first
+  # The human-readable table came first.
   assert 'fits' in text and 'predicted step' in text and 'predicted MFU' in text
   assert 'for TRAIN_STEPS=3000' in text
 
 
-def _cli_json(argv) -> dict:
-  """`python -m crosstask.compile ... --json` as its CLI runs: the last line's report."""
+def _cli_run(argv) -> tuple[dict, str]:
+  """`python -m crosstask.compile ... --json` as its CLI runs: the last line's report and
+  the text printed before it."""
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
     code = compile_cli.main(argv + ['--json'])
   assert code == 0, out.getvalue()[-2000:]
-  return json.loads(out.getvalue().strip().splitlines()[-1])
+  lines = out.getvalue().strip().splitlines()
+  return json.loads(lines[-1]), '\n'.join(lines[:-1])
+
+
+def _cli_json(argv) -> dict:
+  return _cli_run(argv)[0]
 
 
 def _per_chip_param_bytes_under_fsdp(bindings, chips: int) -> tuple[int, int]:
