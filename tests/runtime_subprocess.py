@@ -13,11 +13,15 @@ REPO = TESTS.parent
 TINY = str(TESTS / 'runtime_configs' / 'tiny_model.gin')
 
 
-# Console lines a researcher cannot act on: TensorFlow's C++ start-up, SeqIO's advice
-# to itself. The entry points keep them off the console unless --verbose.
+# Console lines a researcher cannot act on: TensorFlow's C++ start-up (and, on a
+# machine without a GPU driver, its failed CUDA start-up), SeqIO's advice to itself,
+# orbax's notes on how the runtime opens a checkpoint. The entry points keep them off
+# the console unless --verbose.
 NOISE = ('All log messages before absl::InitializeLog', 'oneDNN custom operations',
-         'cudart_stub', 'Could not find cuda drivers', 'Given sequence lengths',
-         'uncached FunctionDataset')
+         'cudart_stub', 'Could not find cuda drivers', 'failed call to cuInit',
+         'Given sequence lengths', 'uncached FunctionDataset',
+         'CheckpointManagerOptions.read_only', 'Given directory is read only',
+         'Metadata file does not exist')
 
 
 def noise_in(text: str) -> list[str]:
@@ -33,11 +37,13 @@ DEVICES = 2
 def env(compile_speed: bool = True) -> dict[str, str]:
   """The entry points' environment: the CPU, DEVICES virtual devices, the tests' XLA
   flags (`compile_speed=False`: XLA's optimised code, for a job that runs more than it
-  compiles), the tests' modules importable, TensorFlow quiet."""
+  compiles), the tests' modules importable, and TensorFlow's log level left unset, as a
+  user leaves it, so that a test reading the console reads the user's."""
   e = dict(os.environ)
+  e.pop('TF_CPP_MIN_LOG_LEVEL', None)  # conftest.py quiets the test processes' own
   e.update(JAX_PLATFORMS='cpu',
            XLA_FLAGS=xla_test_flags.flags(DEVICES, compile_speed=compile_speed),
-           TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1',
+           PYTHONUNBUFFERED='1',
            PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO), e.get('PYTHONPATH', '')]))
   # JAX's persistent compile cache comes with os.environ: conftest.py set it for the run.
   return e
