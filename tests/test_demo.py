@@ -1,6 +1,8 @@
 """`make demo` end to end: vocabulary, datasets, baselines, a short training run, the
-table; then the demo's run re-scored as a researcher would, with no override."""
+table; then the demo's run re-scored as a researcher would, with no override, and
+inferred again where TensorFlow and SeqIO cannot be imported (the GPU image)."""
 
+import json
 import re
 import subprocess
 import sys
@@ -59,7 +61,8 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   assert f"The trained model beats the baseline on: {TASK} accuracy" in out
   assert (tmp_path / "results.png").read_bytes()[:4] == b"\x89PNG"
   assert re.search(r"A real run, a pretrained T5-base, reaches [\d.]+ macro-F1 .* \(CSL paper, Table 9", out)
-  _rescoring_the_demo_run_needs_no_override(tmp_path / "model", record, capsys)
+  inferred = _rescoring_the_demo_run_needs_no_override(tmp_path / "model", record, capsys)
+  _without_tensorflow_infer_writes_the_same_file(tmp_path / "model", inferred, record)
 
 
 def _score(capsys, *args) -> str:
@@ -72,7 +75,7 @@ def _score(capsys, *args) -> str:
 def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
   """Infer's file and the training run's own inference log, both of a task registered for
   the run's SentencePiece vocabulary (`<task>.<vocabulary>`), re-score to the eval's
-  numbers, under its fingerprint, in the run's own column."""
+  numbers, under its fingerprint, in the run's own column. Returns infer's file."""
   env = {**runtime_subprocess.env(), paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
   infer_dir = model_dir.parent / "infer"  # outside the run: its config.gin is beside the file
   infer = subprocess.run([sys.executable, "-m", "crosstask.infer", f"--run_dir={model_dir}",
@@ -109,3 +112,44 @@ def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
       assert cell["mean"] == pytest.approx(evaluated.metrics[column.metric])
       low, high = cell["ci95"]
       assert low <= cell["mean"] <= high and low < high
+  return inferred
+
+
+# The fields of a line of infer's output, in order.
+FIELDS = ("index", "inputs", "targets", "prediction", "score", "target_score", "step",
+          "fingerprint")
+
+
+def _without_tensorflow_infer_writes_the_same_file(model_dir, inferred, evaluated):
+  """The GPU image's eval-only job on the demo's run: `crosstask.infer` where TensorFlow
+  and SeqIO cannot be imported reads the task's plain form (the run's SentencePiece
+  copy, tokenized in numpy) and writes the SeqIO job's file, line for line and field
+  for field; `python -m crosstask.score` (the suite's one start of that command) scores
+  it to the eval's numbers under the eval's fingerprint."""
+  env = {**runtime_subprocess.env(), paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
+  out_dir = model_dir.parent / "gpu_image"
+  plain = subprocess.run(runtime_subprocess.without_tensorflow(
+      "crosstask.infer", f"--run_dir={model_dir}", f"--gin.INFER_OUTPUT_DIR='{out_dir}'"),
+      cwd=runtime_subprocess.REPO, env=env, capture_output=True, text=True, timeout=600)
+  assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
+  assert f"Wrote 30 predictions to {out_dir / inferred.name}" in plain.stdout
+  assert not runtime_subprocess.noise_in(plain.stdout + plain.stderr)
+  want = [json.loads(line) for line in inferred.read_text(encoding="utf-8").splitlines()]
+  got = [json.loads(line) for line in (out_dir / inferred.name).read_text(
+      encoding="utf-8").splitlines()]
+  assert len(got) == len(want) == 30
+  for g, w in zip(got, want):
+    assert tuple(g) == tuple(w) == FIELDS
+    for field in FIELDS:
+      assert g[field] == w[field], (w["index"], field)
+
+  scored = subprocess.run([sys.executable, "-m", "crosstask.score", str(out_dir / inferred.name),
+                           "--bootstrap=0"], cwd=runtime_subprocess.REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+  assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-3000:]
+  assert not runtime_subprocess.noise_in(scored.stdout + scored.stderr)
+  assert "note:" not in scored.stdout + scored.stderr  # the fingerprint is the task's own
+  (record,) = records.read(out_dir)
+  assert (record.task, record.step, record.fingerprint) == (TASK, evaluated.step,
+                                                           evaluated.fingerprint)
+  assert record.metrics == pytest.approx(evaluated.metrics, abs=1e-9)
