@@ -19,9 +19,12 @@ import flops
 import gpu_crosstask
 import gpu_spec
 import harness
+import profile_step
 import roofline
 import runtime_subprocess
+import test_benchmark_profile
 import trace_categories
+from gpu_workload import Lengths
 
 
 @pytest.mark.slow
@@ -53,6 +56,14 @@ def _check_the_session(session, rows):
     assert profile["ops_ms_per_step"]["matmul"] > 0 and profile["top_ops"]
     assert (session / "raw" / f"{kind}.xplane.pb.gz").stat().st_size > 0
   assert profile["ms_per_token_step"] > 0  # the decode's
+  # The train step's raw trace reads back to its breakdown and passes profile_step's
+  # real-trace checks (the one train-step trace the suite takes).
+  train = json.loads((session / "profile_train.json").read_text())
+  again = profile_step.from_raw(str(session / "raw"), gpu_spec.parse(train["row"]),
+                                Lengths(**train["lengths"]), train["steps"], top=100000)
+  assert again["ops_ms_per_step"] == pytest.approx(train["ops_ms_per_step"])
+  test_benchmark_profile.check_a_real_cpu_trace_splits_into_every_category(again)
+  test_benchmark_profile.check_categories_agree_with_the_name_stack(again)
   assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
   assert len(rows) == 21 and not failed and rows["check"]["ok"], failed
