@@ -306,9 +306,9 @@ def _stderr_silenced():
     os.close(devnull)
 
 
-def keep_tensorflow_on_the_host(tf: types.ModuleType) -> bool:
-  """Hides the GPUs from TensorFlow, which builds the input pipelines on the host only;
-  returns False where it is too late (TensorFlow's devices exist already).
+def keep_tensorflow_on_the_host(tf: types.ModuleType) -> None:
+  """Hides the GPUs from TensorFlow, which builds the input pipelines on the host only
+  (nothing to do where its devices exist already: too late to hide them).
 
   Why: with a GPU visible, TensorFlow initialises CUDA at its first operation and
   reserves most of the device's memory, which JAX's programs need (T5X hides them too).
@@ -317,8 +317,7 @@ def keep_tensorflow_on_the_host(tf: types.ModuleType) -> bool:
   try:
     tf.config.set_visible_devices([], 'GPU')
   except RuntimeError:  # "Visible devices cannot be modified after being initialized"
-    return False
-  return True
+    pass
 
 
 class _TensorFlowLoader(importlib.abc.Loader):
