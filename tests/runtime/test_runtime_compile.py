@@ -77,7 +77,11 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   trainer = aot.build_trainer(run)
   compiled = []
   compile_train_step = trainer.compile_train_step
-  trainer.compile_train_step = lambda *args: compiled.append(compile_train_step(*args)) or compiled[-1]
+
+  def compile_and_keep(*args):  # compile_trainer reports on the program; the test reads it
+    compiled.append(compile_train_step(*args))
+    return compiled[-1]
+  trainer.compile_train_step = compile_and_keep
   result = aot.compile_trainer(trainer, run, chip=where.chip, topology=where.name)
   # The dropout masks come from the TPU profile's hardware generator, as on a TPU,
   # not from the threefry this CPU process defaults to.
