@@ -151,7 +151,7 @@ def describe(row: gpu_spec.Row, raw: dict, lengths: Lengths) -> dict:
     return out
   out['model_tflop'] = model_flops / 1e12
   out['mfu'] = model_flops / summ['median_s'] / peak if peak else None
-  if out.get('predicted_step_s'):  # crosstask.compile's roofline, calibrated here
+  if out.get('predicted_step_s'):  # crosstask.compile's prediction, calibrated here
     out['measured_over_predicted'] = summ['median_s'] / out['predicted_step_s']
   return out
 

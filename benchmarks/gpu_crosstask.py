@@ -158,8 +158,9 @@ def train_workload(row: gpu_spec.Row, lengths: Lengths):
 
 
 def prediction(trainer, run, device_kind: str) -> dict[str, Any]:
-  """What `crosstask.compile` predicts for the step this row compiled and ran (its
-  roofline: model FLOPs at the chip's bf16 peak, HBM bytes at full bandwidth), so each
+  """What `crosstask.compile` predicts for the step this row compiled and ran (model
+  FLOPs at the chip's bf16 peak plus HBM bytes at full bandwidth; the larger alone is
+  the roofline, `predicted_floor_s`), so each
   train row sets the prediction beside the measured step; none for a chip not in the
   runtime's table (the CPU)."""
   from crosstask.runtime.jobs import aot
@@ -170,7 +171,7 @@ def prediction(trainer, run, device_kind: str) -> dict[str, Any]:
   report = aot.report_programs(trainer, run, {'train_step': trainer.compiled_train_step},
                                chip=chip, topology='local')
   return {'predicted_step_s': report.predicted_step_s, 'predicted_mfu': report.predicted_mfu,
-          'predicted_bound': report.predicted_bound,
+          'predicted_floor_s': report.predicted_floor_s, 'predicted_bound': report.predicted_bound,
           'predicted_terms_s': report.predicted_terms_s}
 
 

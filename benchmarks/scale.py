@@ -281,7 +281,7 @@ def row(model: str, topology: str, lengths_name: str, opts: Options,
   keep = ('chips', 'per_chip_gib', 'hbm_gib', 'fits', 'flops_per_chip', 'collective_bytes',
           'compile_s', 'params_gib', 'opt_state_gib', 'temp_gib', 'model_flops_per_chip',
           'predicted_flops_per_chip', 'predicted_terms_s', 'predicted_bound',
-          'predicted_step_s', 'predicted_mfu', 'error', 'miss_batch', 'compiles')
+          'predicted_step_s', 'predicted_floor_s', 'predicted_mfu', 'error', 'miss_batch', 'compiles')
   compiled = result.get('model_options') or {}  # what the config held, where it has it
   return {'model': model, 'topology': topology, 'layout': opts.layout,
           'remat': compiled.get('remat_policy', opts.remat or 'default'),

@@ -9,7 +9,7 @@ from crosstask.models import remat
 _ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "linear")
 _DTYPES = ("float32", "bfloat16", "float16")
 # "auto" is for the runtime's platform profile to replace; the model reads it as the
-# first real choice ("none" remat, "xla" attention).
+# first real choice ("none" remat, "xla" attention, one layer per scan iteration).
 REMAT_POLICIES = remat.NO_REMAT + tuple(remat.POLICIES)  # the policies remat.py defines
 ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "cudnn_segments", "flash")
 
@@ -40,8 +40,9 @@ class TransformerConfig:
   leading "layers" axis, params under `layers` instead of `layers_0..N-1`): the
   compiler sees one layer instead of N, which cuts compile time and compile memory
   of deep models; models/layer_stacking.py converts parameters between the layouts.
-  `scan_unroll` layers run per iteration of that scan (`lax.scan`'s unroll; 1: one):
-  fewer iterations, fewer of the loop's per-iteration copies, a longer compile.
+  `scan_unroll` layers run per iteration of that scan (`lax.scan`'s unroll; 1: one;
+  "auto": the platform profile's, else 1): fewer iterations, fewer of the loop's
+  per-iteration copies, a longer compile. Training only: decoding runs unrolled.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
   """
@@ -67,7 +68,7 @@ class TransformerConfig:
   remat_policy: str = "auto"
   attention: str = "auto"
   scan_layers: bool = False
-  scan_unroll: int = 1
+  scan_unroll: int | str = "auto"
   # Decoding's cached encoder keys: [b, h, d, len] (True) or [b, h, len, d].
   cross_keys_last: bool = True
 
@@ -105,13 +106,19 @@ class TransformerConfig:
     if not isinstance(self.cross_keys_last, bool):
       raise ValueError(f"TransformerConfig.cross_keys_last must be a bool, "
                        f"got {self.cross_keys_last!r}")
-    if (not isinstance(self.scan_unroll, int) or isinstance(self.scan_unroll, bool)
-        or self.scan_unroll < 1):
-      raise ValueError(f"TransformerConfig.scan_unroll must be a positive int, "
+    if self.scan_unroll != "auto" and (not isinstance(self.scan_unroll, int)
+                                       or isinstance(self.scan_unroll, bool)
+                                       or self.scan_unroll < 1):
+      raise ValueError(f"TransformerConfig.scan_unroll must be a positive int or 'auto', "
                        f"got {self.scan_unroll!r}")
     for name in ("dtype", "param_dtype"):
       if getattr(self, name) not in _DTYPES:
         raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
+
+  @property
+  def layers_per_scan_iteration(self) -> int:
+    """`scan_unroll` as the scan takes it ("auto" left unresolved reads as 1)."""
+    return 1 if self.scan_unroll == "auto" else self.scan_unroll
 
   @property
   def compute_dtype(self) -> jnp.dtype:

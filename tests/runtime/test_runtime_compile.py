@@ -104,18 +104,22 @@ def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction():
   # The model's 'auto' attention and remat took the TPU profile's, not this CPU's.
   assert (report['model_options']['attention'], report['model_options']['remat_policy']) == (
       'flash', 'full')
-  # The roofline prediction: the longest of the FLOP, HBM and collective terms at the
-  # chip's figures, the MFU it allows, and the hours for TRAIN_STEPS.
+  # The prediction: the FLOP, HBM and collective terms at the chip's figures one after
+  # another (the roofline, the longest alone, beside it), the MFU it allows, and the
+  # hours for TRAIN_STEPS.
   chip = topology.CHIPS['v5e']
-  step_s = max(report['predicted_flops_per_chip'] / chip.peak_bf16_flops,
-               report['predicted_hbm_bytes_per_chip'] / chip.hbm_bytes_per_s,
-               report['collective_bytes'] / chip.interconnect_bytes_per_s)
+  terms = (report['predicted_flops_per_chip'] / chip.peak_bf16_flops,
+           report['predicted_hbm_bytes_per_chip'] / chip.hbm_bytes_per_s,
+           report['collective_bytes'] / chip.interconnect_bytes_per_s)
+  step_s = sum(terms)
   assert report['predicted_step_s'] == pytest.approx(step_s)
+  assert report['predicted_floor_s'] == pytest.approx(max(terms))
   assert report['predicted_hours'] == pytest.approx(3000 * step_s / 3600)
   assert report['predicted_mfu'] == pytest.approx(
       report['model_flops_per_chip'] / chip.peak_bf16_flops / step_s)
   # The human-readable table came first.
   assert 'fits' in text and 'predicted step' in text and 'predicted MFU' in text
+  assert 'roofline' in text
   assert 'for TRAIN_STEPS=3000' in text
 
 

@@ -167,3 +167,26 @@ def test_scanned_and_unrolled_compiles_predict_the_same_step(topology_name):
                                                            rel=0.25)
   assert scanned.predicted_step_s == pytest.approx(unrolled.predicted_step_s, rel=0.25)
   assert 0 < scanned.predicted_mfu <= 1
+
+
+def test_the_prediction_adds_its_terms_and_keeps_the_roofline_beside_it():
+  # 2e14 model FLOPs (2.2e14 run) and 1.34e12 HBM bytes a chip on an H100: FLOPs
+  # 0.222 s, HBM 0.4 s. The step is their sum; the roofline the larger alone.
+  from crosstask.runtime.sharding import topology
+  h100 = topology.chip_for_device_kind('NVIDIA H100 80GB HBM3')
+  report = dataclasses.replace(
+      compile_report.refused_report([jax.devices()[0]], 'local', 'train', 'data', 64,
+                                    {'inputs': 512, 'targets': 512}),
+      model_flops_per_chip=2e14, predicted_flops_per_chip=2.2e14,
+      predicted_hbm_bytes_per_chip=1.34e12)
+  got = compile_report.predict(report, h100, train_steps=1000)
+  flops_s, hbm_s = 2.2e14 / 989e12, 1.34e12 / 3.35e12
+  assert got.predicted_terms_s == pytest.approx(
+      {'flops': flops_s, 'hbm': hbm_s, 'collectives': 0.0})
+  assert got.predicted_step_s == pytest.approx(flops_s + hbm_s)
+  assert (got.predicted_bound, got.predicted_floor_s) == ('hbm', pytest.approx(hbm_s))
+  assert got.predicted_mfu == pytest.approx(2e14 / 989e12 / (flops_s + hbm_s))
+  assert got.predicted_hours == pytest.approx(1000 * (flops_s + hbm_s) / 3600)
+  text = compile_report._prediction_lines(got, h100)  # pylint: disable=protected-access
+  assert any('none overlapping' in line for line in text)
+  assert any(line.split()[:2] == ['roofline', f'{hbm_s * 1e3:.2f}'] for line in text)

@@ -185,14 +185,18 @@ def test_resolve_model_fills_in_auto_fields_on_a_copy():
   # The real network: its 'auto' fields take the profile's choices; cuDNN's kernel only
   # for a half-precision model (float32 gets the same call through XLA).
   for dtype, gpu_attention in (("bfloat16", "cudnn"), ("float32", "dot_product")):
-    config = dataclasses.replace(CFG, dtype=dtype, attention="auto", remat_policy="auto")
+    config = dataclasses.replace(CFG, dtype=dtype, attention="auto", remat_policy="auto",
+                                 scan_unroll="auto")
     real = model_lib.EncoderDecoderModel(Transformer(config), VOCAB, VOCAB)
-    for name, attention, remat in (("cpu", "xla", "none"), ("gpu", gpu_attention, "dots_attention"),
-                                   ("tpu", "flash", "full")):
+    for name, attention, remat, unroll in (("cpu", "xla", "none", 1),
+                                           ("gpu", gpu_attention, "dots_attention", 2),
+                                           ("tpu", "flash", "full", 1)):
       resolved = platform.resolve_model(real, platform.PROFILES[name]).module.config
-      assert (resolved.attention, resolved.remat_policy) == (attention, remat), (dtype, name)
+      assert (resolved.attention, resolved.remat_policy, resolved.scan_unroll) == (
+          attention, remat, unroll), (dtype, name)
   fixed = model_lib.EncoderDecoderModel(
-      Transformer(dataclasses.replace(CFG, attention="xla", remat_policy="none")), VOCAB, VOCAB)
+      Transformer(dataclasses.replace(CFG, attention="xla", remat_policy="none", scan_unroll=1)),
+      VOCAB, VOCAB)
   assert platform.resolve_model(fixed, platform.PROFILES["tpu"]) is fixed
 
 
