@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# One lent GPU session's measurements in one call (about 9 minutes on an H100), most
+# One lent GPU session's measurements in one call (about 8 minutes on an H100), most
 # wanted first, so a deadline leaves out the least:
-#   1. the profiles of LongLM-large's train step (cudnn, remat dots_attention, scan,
-#      batch 64) and of a greedy decode (batch 32), raw traces kept under $OUT/raw
-#   2. the GPU default's train row; the attention check, then the same row with cuDNN's
-#      ragged layout (`cudnn_segments`: packed segments as offsets, no [b, h, q, k]
-#      bias; attention was 161 of the step's 614 ms); greedy decode at batch 32 as it
-#      is, with the whole while loop one CUDA graph (`graph_while`) and with the
-#      encoder keys cached [b, h, len, d] (`keysfirst`: the product that ran at half
-#      the HBM rate)
+#   1. the profiles of LongLM-large's train step as the GPU profile trains it (cudnn,
+#      remat dots_attention, scan, two layers an iteration, batch 64) and of a greedy
+#      decode (batch 32), raw traces kept under $OUT/raw
+#   2. the GPU default's train row; the attention check; four layers an iteration
+#      (two paid 1.9%); greedy decode at batch 32 as it is and with cuBLAS instead of
+#      XLA's Triton GEMMs (`no_triton_gemm`: at batch 32 the decoder's matmuls ran at a
+#      third of the HBM rate)
 #   3. the eval-only job (infer) and HF's loop over the same examples
-#   4. training layouts: the remat that saves the norms too (batch 48), no layer scan,
-#      two layers per scan iteration (the scan's copies were 71 ms of a 614 ms step);
-#      greedy at batch 128 and beam 4; optax AdamW; T5 1.1 large
+#   4. one layer an iteration, the remat that saves the norms too (batch 48); greedy at
+#      batch 128 and beam 4; optax AdamW; T5 1.1 base and large
 #   5. HF's compiled and checkpointed settings (each may take its whole time limit)
 #      and the other HF settings
+#   6. settings measured already and kept for their CPU twins' checks: cuDNN's ragged
+#      layout (18% slower), no layer scan (its compile takes minutes)
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
-# the time-to-quality pair (about 3 minutes); `--infer` the eval-only job alone,
+# the time-to-quality pair (about 5 minutes); `--infer` the eval-only job alone,
 # crosstask's and HF's eager and compiled (about 6 minutes); `--quick`,
 # `--quick-profiles`, `--quick-ttq`, `--quick-infer` are CPU smoke runs. The data root
 # does not travel to the device machine: the eval-only job and time to quality read
@@ -28,17 +28,17 @@
 #   benchmarks/gpu_session.sh                 # on the GPU machine, from the repository root
 #   benchmarks/gpu_session.sh --quick         # the same script on a CPU: tiny model, short
 #
-# gin-config is not in the device image: carry it as a wheel in .whl/ (`pip download
-# --no-deps --python-version 3.12 -d .whl gin-config==0.5.0`); it is installed from
-# there when `import gin` fails.
+# The device image lacks some packages crosstask needs (benchmarks/gpu_image.py lists
+# them): carry their wheels in .whl/ (`python benchmarks/gpu_image.py --download .whl`);
+# they are installed from there when one of them cannot be imported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
-if ! "$PY" -c 'import gin' 2>/dev/null; then
+if ! "$PY" -c 'import gin, nltk, rapidfuzz, rouge' 2>/dev/null; then  # gpu_image.CARRIED
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-    .whl/gin_config-*.whl
+    .whl/*.whl
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
@@ -58,7 +58,7 @@ else
   M=longlm_large; ATT=cudnn; SEG=cudnn_segments; ROW_ARGS=(--steps=5); DEADLINE=400; TIMEOUT=240
   B=16; BIG=64; MID=48; DEC=32; WIDE=128; BASE=t5_1_1_base; LARGE=t5_1_1_large
   PROFILE=(--model=longlm_large --attention=cudnn --remat=dots_attention --batch=64 --scan
-           --steps=2)
+           --options unroll2 --steps=2)
   DECODE_PROFILE=(--model=longlm_large --decode --batch=32 --scan --steps=1)
 fi
 
@@ -105,17 +105,18 @@ fi
   --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
-  "train:$M:$ATT:dots_attention:$BIG:scan" check "train:$M:$SEG:dots_attention:$BIG:scan"
-  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:graph_while" "decode:$M:1:$DEC:scan:keysfirst"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" check "train:$M:$ATT:dots_attention:$BIG:scan:unroll4"
+  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:no_triton_gemm"
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
-  "train:$M:$ATT:dots_attention_norms:$MID:scan" "train:$M:$ATT:dots_attention:$BIG"
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2"
+  "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
   "decode:$M:1:$WIDE:scan" "decode:$M:4:$DEC:scan"
-  "train:$M:$ATT:dots_attention:$BIG:scan:adamw" "train:$LARGE:$ATT:dots_attention:$MID:scan"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"
+  "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
   "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$WIDE:compile"
   "hf-decode:$M:4:$DEC" "hf-train:$M:$B:adamw:compile"
   "hf-train:$M:$B:adamw" "hf-train:$M:$B"
   "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
+  "train:$M:$SEG:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention:$BIG"
 )
 declare -A SEEN=()
 UNIQUE=()  # ROWS in order, each once (--quick's sizes make some rows the same row)

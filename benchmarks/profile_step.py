@@ -264,6 +264,8 @@ def main(argv=None) -> int:
   parser.add_argument('--batch', type=int, default=64)
   parser.add_argument('--scan', action='store_true')
   parser.add_argument('--optimizer', default='adafactor', choices=['adafactor', 'adamw'])
+  parser.add_argument('--options', nargs='*', default=[],
+                      help="more of the row's option words (gpu_spec), e.g. unroll2 keysfirst")
   parser.add_argument('--lengths', default='512/512')
   parser.add_argument('--steps', type=int, default=3, help='traced steps')
   parser.add_argument('--decode', action='store_true',
@@ -288,7 +290,11 @@ def main(argv=None) -> int:
     text = f'decode:{args.model}:{args.beams}:{args.batch}'
   else:
     text = f'train:{args.model}:{args.attention}:{args.remat}:{args.batch}:{args.optimizer}'
-  row = gpu_spec.parse(text + (':scan' if args.scan else ''))
+  row = gpu_spec.parse(text + (':scan' if args.scan else '') + ''.join(
+      f':{word}' for word in args.options))
+  if row.xla_flags:  # this process has started XLA already
+    raise SystemExit(f'--options: {row.flags!r} is a set of XLA flags; run with '
+                     f'XLA_FLAGS={row.xla_flags!r} instead')
   start_load = os.getloadavg()
   lengths = Lengths.parse(args.lengths, args.new_tokens)
   if args.from_raw:

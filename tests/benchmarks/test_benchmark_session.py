@@ -1,6 +1,8 @@
 """The prepared GPU session script, end to end on the CPU with the tiny model, and the
 GPU benchmark's rows it writes: every row kind, both sides (attention check, training,
-decoding, the eval-only job), so the scripts are known to work before a GPU is lent.
+decoding, the eval-only job), so the scripts are known to work before a GPU is lent:
+with this venv's Python made to see only the packages the device image has or the
+session carries (`gpu_image.py`), as run 9's eval-only rows found out the hard way.
 
 One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
 (21 rows: the GPU's 24 less three that differ there only in batch or model; on the GPU
@@ -17,6 +19,7 @@ import pytest
 
 import flops
 import gpu_crosstask
+import gpu_image
 import gpu_spec
 import harness
 import profile_step
@@ -33,14 +36,15 @@ def test_gpu_session_runs_every_row_kind_end_to_end_on_the_cpu(tmp_path):
   # traces, crosstask's and HF's training rows, the decoding rows with rooflines and the
   # eval-only job, all under $OUT. Batches of 8 split over the entry points' virtual
   # CPU devices (2: this run cold 180 -> 162 s against conftest's 8).
-  env = dict(os.environ, OUT=str(tmp_path), PYTHON=harness.sys.executable,
-             XLA_FLAGS=runtime_subprocess.env()["XLA_FLAGS"])
+  env = dict(os.environ, OUT=str(tmp_path / "out"), PYTHON=harness.sys.executable,
+             XLA_FLAGS=runtime_subprocess.env()["XLA_FLAGS"],
+             **gpu_image.write_env(tmp_path / "image"))
   proc = subprocess.run(["bash", str(harness.ROOT / "benchmarks" / "gpu_session.sh"), "--quick"],
                         capture_output=True, text=True, cwd=str(harness.ROOT), env=env,
                         timeout=3600)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-  rows = {r["row"]: r for r in json.loads((tmp_path / "gpu.json").read_text())["rows"]}
-  _check_the_session(tmp_path, rows)
+  rows = {r["row"]: r for r in json.loads((tmp_path / "out" / "gpu.json").read_text())["rows"]}
+  _check_the_session(tmp_path / "out", rows)
   _check_the_rows_measure_what_they_name(rows)
 
 
@@ -92,7 +96,7 @@ def _check_the_rows_measure_what_they_name(rows):
   assert check["worst_rel_err"] < 2e-2
   cfg = gpu_crosstask.model_config("tiny")
   train = rows["train:tiny:xla:dots_attention:8:scan"]
-  adamw = rows["train:tiny:xla:dots_attention:8:scan:adamw"]
+  adamw = rows["train:tiny:xla:dots_attention:8:scan:unroll2:adamw"]
   assert adamw["settings"]["optimizer"] == "adamw" and train["settings"]["optimizer"] == "adafactor"
   assert train["model_tflop"] == pytest.approx(flops.train_step(cfg, 8, 32, 16) / 1e12)
   assert train["tokens_per_s"] == pytest.approx(8 * 48 / train["step_s"])
@@ -106,6 +110,12 @@ def _check_the_rows_measure_what_they_name(rows):
     assert r["hf_setting"] == gpu_spec.parse(fastest["row"]).hf_setting()
   for r in (train, adamw):
     assert np.isfinite(r["loss"]) and r["loss"] > 0 and r["mfu"] is None
+  # Two or four layers a scan iteration (the GPU profile's default is two) train the
+  # same step as one.
+  for unroll in (2, 4):
+    more = rows[f"train:tiny:xla:dots_attention:8:scan:unroll{unroll}"]
+    assert more["settings"]["unroll"] == unroll
+    assert more["loss"] == pytest.approx(train["loss"], rel=1e-4)
   # The attention row (cudnn_segments on the GPU; its XLA twin here) trains the same
   # step on the same data and parameters as the einsum row.
   fused = rows["train:tiny:dot_product:dots_attention:8:scan"]
