@@ -4,6 +4,7 @@ Each function runs one row in the calling process (gpu.py gives every row its ow
 and returns its raw measurement; gpu.py turns that into the JSON row.
 """
 
+import dataclasses
 import time
 from typing import Any
 
@@ -138,7 +139,8 @@ def optimizer(name: str, run):
 def row_config(row: gpu_spec.Row, **overrides: Any):
   """The row's model config: its layer scan and layouts, and `overrides`."""
   return model_config(row.model, scan_layers=row.scan, scan_unroll=row.unroll,
-                      cross_keys_last=row.cross_keys_last, **overrides)
+                      cross_keys_last=row.cross_keys_last,
+                      decode_cross_attention=row.decode_cross_attention, **overrides)
 
 
 def train_workload(row: gpu_spec.Row, lengths: Lengths):
@@ -200,6 +202,9 @@ def decoding_model(cfg, beams: int):
   from crosstask.models import decoding
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
+  import jax
+  if cfg.decode_cross_attention == 'pallas' and jax.default_backend() != 'gpu':
+    cfg = dataclasses.replace(cfg, decode_cross_attention='pallas_interpret')  # --quick
   vocab = type('Vocab', (), {'eos_id': 1})()
   kwargs = ({} if beams == 1 else {'decode_fn': decoding.beam_search,
                                    'default_decoder_params': {'alpha': 1.0,

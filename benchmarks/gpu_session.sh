@@ -5,9 +5,11 @@
 #      remat dots_attention, scan, two layers an iteration, batch 64) and of a greedy
 #      decode (batch 32), raw traces kept under $OUT/raw
 #   2. the GPU default's train row; the attention check; four layers an iteration
-#      (two paid 1.9%); greedy decode at batch 32 as it is and with cuBLAS instead of
-#      XLA's Triton GEMMs (`no_triton_gemm`: at batch 32 the decoder's matmuls ran at a
-#      third of the HBM rate)
+#      (two paid 1.9%); greedy decode at batch 32 as it is, with each step's
+#      cross-attention one Pallas flash-decoding kernel (`pallas_cross`: XLA's two
+#      products read the cache at a half to two thirds of the HBM rate) and with cuBLAS
+#      instead of XLA's Triton GEMMs (`no_triton_gemm`: at batch 32 the decoder's
+#      matmuls ran at a third of the HBM rate)
 #   3. the eval-only job (infer) and HF's loop over the same examples
 #   4. one layer an iteration, the remat that saves the norms too (batch 48); greedy at
 #      batch 128 and beam 4; optax AdamW; T5 1.1 base and large
@@ -106,10 +108,10 @@ fi
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" check "train:$M:$ATT:dots_attention:$BIG:scan:unroll4"
-  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:no_triton_gemm"
+  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:no_triton_gemm"
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
   "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
-  "decode:$M:1:$WIDE:scan" "decode:$M:4:$DEC:scan"
+  "decode:$M:1:$WIDE:scan" "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan:pallas_cross"
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"
   "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
   "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$WIDE:compile"

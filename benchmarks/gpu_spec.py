@@ -41,8 +41,11 @@ POSITIONAL = {
 # `unrollN`: N layers per iteration of the layer scan (TransformerConfig.scan_unroll).
 _XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('scan', True),
                 **{f'unroll{n}': ('unroll', n) for n in (2, 4, 8)}}
-# `keysfirst`: decoding caches the encoder keys [b, h, len, d] (cross_keys_last=False).
-_DECODE_OPTIONS = {**_XLA_OPTIONS, 'keysfirst': ('cross_keys_last', False)}
+# `keysfirst`: decoding caches the encoder keys [b, h, len, d] (cross_keys_last=False);
+# `pallas_cross`: a step's cross-attention is one Pallas flash-decoding kernel
+# (decode_cross_attention='pallas').
+_DECODE_OPTIONS = {**_XLA_OPTIONS, 'keysfirst': ('cross_keys_last', False),
+                   'pallas_cross': ('decode_cross_attention', 'pallas')}
 _OPTIMIZERS = {'adafactor': ('optimizer', 'adafactor'), 'adamw': ('optimizer', 'adamw')}
 _HF_DECODE = {'static': ('cache', 'static'), 'dynamic': ('cache', 'dynamic'),
               'compile': ('compiled', True)}
@@ -74,6 +77,7 @@ class Row:
   scan: bool = False  # crosstask rows: each layer stack one nn.scan
   unroll: int = 1  # crosstask rows: layers per scan iteration
   cross_keys_last: bool = True  # decode, infer: the cached encoder keys' layout
+  decode_cross_attention: str = 'einsum'  # decode, infer: a step's cross-attention
   checkpointing: bool = False  # hf-train: gradient checkpointing
   compiled: bool = False  # hf rows: torch.compile
   cache: str = 'static'  # hf-decode, hf-infer

@@ -188,7 +188,8 @@ def results_table() -> str:
 def _default_decoding(row: gpu_spec.Row) -> bool:
   """Whether a decode row runs as crosstask decodes by default (no XLA flag or cache
   layout under trial)."""
-  return row.flags == "default" and row.cross_keys_last and row.unroll == 1
+  return (row.flags == "default" and row.cross_keys_last and row.unroll == 1
+          and row.decode_cross_attention == "einsum")
 
 
 def write_readme() -> None:

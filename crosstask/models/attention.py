@@ -31,8 +31,11 @@ causality decide who may attend to whom.
 Fused kernels never hold the attention probabilities, so they cannot drop them out:
 the fused implementations skip dropout on attention probabilities (as MaxText does);
 residual, MLP and embedding dropout still apply. Step-by-step decoding with the
-key/value cache always takes the "xla" path: one query row per step leaves nothing
-for a fused kernel to save.
+key/value cache takes the "xla" path, except cross-attention where
+`TransformerConfig.decode_cross_attention` is "pallas": `decode_cross_attention`, jax's
+Pallas flash-decoding kernel (`jax.experimental.pallas.ops.gpu.decode_attention`),
+reads the cached encoder keys and values once a step in one kernel, where XLA's two
+products read each at a half to two thirds of the HBM rate (benchmarks/README.md).
 
 Outputs at padding query positions (rows with nothing to attend to) are unspecified
 and differ between implementations; they never reach a non-padding position or a
@@ -61,6 +64,8 @@ NEG_INF = -1e10
 # matches padding and a padding row attends to nothing (its output is unspecified).
 _QUERY_PAD, _KEY_PAD = -1, -2
 _FLASH_BLOCK = 128  # the kernel's lane width: kv blocks must be multiples of it
+# The decoding kernel's query rows a program (its matmul's smallest tile).
+_DECODE_BLOCK_H = 16
 
 
 @flax.struct.dataclass
@@ -307,3 +312,54 @@ def sharded_flash_attention(query: jax.Array, key: jax.Array, value: jax.Array,
   return jax.shard_map(per_shard, mesh=mesh, in_specs=in_specs, out_specs=heads_first,
                        check_vma=False)(query, key, value, mask.q_segments, mask.k_segments,
                                         position_bias)
+
+
+def decode_cross_attention(query: jax.Array, key: jax.Array, value: jax.Array,
+                           key_lengths: jax.Array, *, interpret: bool) -> jax.Array:
+  """One decoding step's cross-attention with jax's Pallas flash-decoding kernel.
+
+  query: [batch * n, heads, 1, d] (n beam or sample copies per example, in
+  `decoding.repeat_batch`'s order); key, value: the cached encoder keys and values,
+  [batch, heads, length, d]; key_lengths: int [batch], each example's non-padding
+  encoder tokens (right-padded inputs, as the feature converters make them). Returns
+  [batch * n, 1, heads, d]. The n copies are the kernel's query heads of one key head
+  (its grouped-query form), so each example's keys are read once. The kernel compiles
+  for a GPU, or runs through Pallas's interpreter (`interpret`) anywhere.
+  """
+  from jax.experimental.pallas.ops.gpu import decode_attention  # pylint: disable=g-import-not-at-top
+  batch, heads, length, d = key.shape
+  copies = query.shape[0] // batch
+  if copies * batch != query.shape[0] or query.shape[2] != 1:
+    raise ValueError(f"decode_cross_attention: query {query.shape} is not one step of "
+                     f"{batch} examples' copies")
+  if copies > _DECODE_BLOCK_H:
+    raise ValueError(f"decode_cross_attention: {copies} copies of an example exceed the "
+                     f"kernel's {_DECODE_BLOCK_H} query rows")
+  splits, block = _decode_blocks(length)
+  # [B*n, h, 1, d] -> [B, h * n, d], each key head's n query rows together.
+  q = jnp.swapaxes(query.reshape(batch, copies, heads, d), 1, 2).reshape(batch, heads * copies, d)
+  out = decode_attention.gqa(
+      q, jnp.swapaxes(key, 1, 2), jnp.swapaxes(value, 1, 2),
+      kv_seq_len=key_lengths.astype(jnp.int32), sm_scale=1.0, block_h=_DECODE_BLOCK_H,
+      block_k=block, k_splits=splits, interpret=interpret)
+  out = jnp.swapaxes(out.reshape(batch, heads, copies, d), 1, 2)  # [B, n, h, d]
+  return out.reshape(batch * copies, 1, heads, d)
+
+
+def pad_for_decode_kernel(cached: jax.Array) -> jax.Array:
+  """Cached encoder keys or values [b, h, length, d], zero-padded to a multiple of 16
+  positions (the lengths `decode_cross_attention` is given mask the padding off)."""
+  extra = -cached.shape[2] % 16
+  return jnp.pad(cached, ((0, 0), (0, 0), (0, extra), (0, 0))) if extra else cached
+
+
+def _decode_blocks(length: int) -> tuple[int, int]:
+  """(k_splits, block_k) for the decoding kernel over `length` keys: as many splits of
+  the keys (programs that run side by side) as leave each at least 64 keys, in blocks
+  of up to 128 that divide them; the kernel wants blocks of at least 16."""
+  for splits in (8, 4, 2, 1):
+    part = length // splits
+    if length % splits == 0 and part % 16 == 0 and (part >= 64 or splits == 1):
+      return splits, max(b for b in (128, 64, 32, 16) if part % b == 0)
+  raise ValueError(f"decode_cross_attention: {length} encoder positions; the kernel "
+                   "needs a multiple of 16")

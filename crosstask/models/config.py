@@ -12,6 +12,7 @@ _DTYPES = ("float32", "bfloat16", "float16")
 # first real choice ("none" remat, "xla" attention, one layer per scan iteration).
 REMAT_POLICIES = remat.NO_REMAT + tuple(remat.POLICIES)  # the policies remat.py defines
 ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "cudnn_segments", "flash")
+DECODE_CROSS_ATTENTION = ("einsum", "pallas", "pallas_interpret")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +72,11 @@ class TransformerConfig:
   scan_unroll: int | str = "auto"
   # Decoding's cached encoder keys: [b, h, d, len] (True) or [b, h, len, d].
   cross_keys_last: bool = True
+  # A decoding step's cross-attention: "einsum" (XLA) or "pallas" (one flash-decoding
+  # kernel, compiled for a GPU; "pallas_interpret" runs it through Pallas's interpreter,
+  # which the runtime's platform profile picks off a GPU); keys cached [b, h, len, d]
+  # whatever cross_keys_last says (models/attention.py).
+  decode_cross_attention: str = "einsum"
 
   def __post_init__(self):
     # Gin hands lists; keep the record hashable.
@@ -103,6 +109,9 @@ class TransformerConfig:
                        f"got {self.attention!r}")
     if not isinstance(self.scan_layers, bool):
       raise ValueError(f"TransformerConfig.scan_layers must be a bool, got {self.scan_layers!r}")
+    if self.decode_cross_attention not in DECODE_CROSS_ATTENTION:
+      raise ValueError(f"TransformerConfig.decode_cross_attention must be one of "
+                       f"{DECODE_CROSS_ATTENTION}, got {self.decode_cross_attention!r}")
     if not isinstance(self.cross_keys_last, bool):
       raise ValueError(f"TransformerConfig.cross_keys_last must be a bool, "
                        f"got {self.cross_keys_last!r}")

@@ -182,17 +182,25 @@ class MultiHeadAttention(nn.Module):
     # (`cross_keys_last=False` keeps them [b, h, len, d] instead: a layout to measure.)
     query = project_heads_first(inputs_q, wq)
     cached_cross = decode and self.is_cross_attention
-    keys_last = cached_cross and cfg.cross_keys_last
+    kernel = cached_cross and cfg.decode_cross_attention != "einsum"
+    keys_last = cached_cross and cfg.cross_keys_last and not kernel
     if cached_cross:
       if self.has_variable("cache", "cross_key"):
         key = self.get_variable("cache", "cross_key")
         value = self.get_variable("cache", "cross_value")
+        if kernel:  # a step: one kernel over the cache (right-padded encoder inputs)
+          lengths = jnp.sum(mask.k_segments >= 0, axis=1)
+          return output(attention.decode_cross_attention(
+              query, key, value, lengths,
+              interpret=cfg.decode_cross_attention == "pallas_interpret"))
       else:
         key = project_heads_first(inputs_kv, wk)
         key = jnp.swapaxes(key, 2, 3) if keys_last else key
         value = project_heads_first(inputs_kv, wv)
-        self.put_variable("cache", "cross_key", key)
-        self.put_variable("cache", "cross_value", value)
+        # The kernel's blocks want a multiple of 16 positions: padded once, here.
+        stored = attention.pad_for_decode_kernel if kernel else lambda x: x
+        self.put_variable("cache", "cross_key", stored(key))
+        self.put_variable("cache", "cross_value", stored(value))
     else:
       key, value = project_heads_first(inputs_kv, wk), project_heads_first(inputs_kv, wv)
 

@@ -5,7 +5,7 @@ with this venv's Python made to see only the packages the device image has or th
 session carries (`gpu_image.py`), as run 9's eval-only rows found out the hard way.
 
 One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
-(21 rows: the GPU's 24 less three that differ there only in batch or model; on the GPU
+(23 rows: the GPU's 26 less three that differ there only in batch or model; on the GPU
 each row has its own process, here the rows of one framework and XLA flags share one:
 208 -> 122 s in the cold suite), and a module fixture shared by two tests would run it
 once per xdist worker that draws one of them (`make test` is `-n 2`, load-balanced)."""
@@ -70,7 +70,7 @@ def _check_the_session(session, rows):
   test_benchmark_profile.check_categories_agree_with_the_name_stack(again)
   assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
-  assert len(rows) == 21 and not failed and rows["check"]["ok"], failed
+  assert len(rows) == 23 and not failed and rows["check"]["ok"], failed
   assert {r["kind"] for r in rows.values()} == {
       "check", "train", "hf-train", "decode", "hf-decode", "infer", "hf-infer"}
   assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in rows.values())
@@ -131,6 +131,11 @@ def _check_the_rows_measure_what_they_name(rows):
     assert decode["roofline_ratio"] is None
     assert rows[f"hf-decode:tiny:{beams}:8"]["step_bytes"]["cross_cache"] == beams * decode[
         "step_bytes"]["cross_cache"]
+  # The Pallas cross-attention kernel (interpreted here) decodes as many tokens.
+  for beams in (1, 4):
+    kernel = rows[f"decode:tiny:{beams}:8:scan:pallas_cross"]
+    assert kernel["settings"]["decode_cross_attention"] == "pallas"
+    assert kernel["generated_tokens"] == rows[f"decode:tiny:{beams}:8:scan"]["generated_tokens"]
   # The ratio is against HF's fastest twin: static, compiled or dynamic cache.
   decode = rows["decode:tiny:1:8:scan"]
   twins = [rows[f"hf-decode:tiny:1:8{cache}"] for cache in ("", ":compile", ":dynamic")]

@@ -106,3 +106,23 @@ def test_both_layouts_of_the_cached_encoder_keys_decode_the_same_tokens(decode_f
     key = cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"]
     assert key.shape == ((3, 4, 8, 10) if keys_last else (3, 4, 10, 8))
   np.testing.assert_array_equal(outputs[0], outputs[1])
+
+
+@pytest.mark.parametrize("decode_fn,num_decodes", [(decoding.temperature_sample, 1),
+                                                   (decoding.beam_search, 3)])
+def test_the_pallas_cross_attention_kernel_decodes_the_same_tokens(decode_fn, num_decodes):
+  # jax's flash-decoding kernel (interpreted on the CPU) against XLA's two products, on
+  # a batch with a padded example; its cache is padded to 16 encoder positions.
+  extra = {"temperature": 0.0} if num_decodes == 1 else {}
+  params = _params(CFG)
+  outputs = []
+  for kernel in ("einsum", "pallas_interpret"):
+    cfg = dataclasses.replace(CFG, decode_cross_attention=kernel)
+    model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
+    outputs.append(np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
+                                                  num_decodes=num_decodes)))
+    _, cache = model.decoding_programs()[0](params, _batch())
+    key = cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"]
+    assert key.shape == ((3, 4, 8, 10) if kernel == "einsum" else (3, 4, 16, 8))
+  np.testing.assert_array_equal(outputs[0], outputs[1])
+  assert (outputs[0] > 1).any()

@@ -198,6 +198,14 @@ def test_resolve_model_fills_in_auto_fields_on_a_copy():
       Transformer(dataclasses.replace(CFG, attention="xla", remat_policy="none", scan_unroll=1)),
       VOCAB, VOCAB)
   assert platform.resolve_model(fixed, platform.PROFILES["tpu"]) is fixed
+  # The Pallas decoding kernel is compiled on a GPU and interpreted anywhere else.
+  kernel = model_lib.EncoderDecoderModel(Transformer(dataclasses.replace(
+      CFG, attention="xla", remat_policy="none", scan_unroll=1,
+      decode_cross_attention="pallas")), VOCAB, VOCAB)
+  assert platform.resolve_model(kernel, platform.PROFILES["gpu"]) is kernel
+  for name in ("cpu", "tpu"):
+    resolved = platform.resolve_model(kernel, platform.PROFILES[name]).module.config
+    assert resolved.decode_cross_attention == "pallas_interpret"
 
 
 # ------------------------------------------------------------------ XLA options

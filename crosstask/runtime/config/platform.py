@@ -246,7 +246,8 @@ def apply(chosen: Profile) -> None:
 
 
 def resolve_model(model: Any, chosen: Profile) -> Any:
-  """`model` with its config's 'auto' attention / remat replaced by the profile's.
+  """`model` with its config's 'auto' attention / remat / scan unroll replaced by the
+  profile's, and the Pallas decoding kernel interpreted off a GPU.
 
   Returns a shallow copy (the caller's model is unchanged), or `model` itself when
   nothing is 'auto' (or the config has no such field).
@@ -260,6 +261,9 @@ def resolve_model(model: Any, chosen: Profile) -> Any:
     # cuDNN's fused kernel takes half precision only; a float32 model gets XLA's
     # version of the same call.
     changes['attention'] = 'dot_product'
+  if getattr(config, 'decode_cross_attention', None) == 'pallas' and chosen.name != 'gpu':
+    # The Pallas decoding kernel is written for GPUs; elsewhere its interpreter runs it.
+    changes['decode_cross_attention'] = 'pallas_interpret'
   if not changes:
     return model
   resolved = copy.copy(model)
