@@ -54,11 +54,14 @@ if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" || "$MODE" == "--qui
   M=tiny; ATT=xla; SEG=dot_product
   ROW_ARGS=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1 --share_processes)
   PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
-  # One size a kind: rows that differ only in model or batch on the GPU are one row here.
-  B=8; BIG=8; MID=8; DEC=8; WIDE=8; BASE=tiny; LARGE=tiny
+  # One size a kind: rows that differ only in model or batch on the GPU are one row here,
+  # and so are four layers a scan iteration and beam search's kernel row (the tiny
+  # model's stacks are shorter than four; beam tokens with the kernel: model tests).
+  B=8; BIG=8; MID=8; DEC=8; WIDE=8; BASE=tiny; LARGE=tiny; UNROLL_MORE=unroll2; BEAM_KERNEL=
 else
   M=longlm_large; ATT=cudnn; SEG=cudnn_segments; ROW_ARGS=(--steps=5); DEADLINE=400; TIMEOUT=240
   B=16; BIG=64; MID=48; DEC=32; WIDE=128; BASE=t5_1_1_base; LARGE=t5_1_1_large
+  UNROLL_MORE=unroll4; BEAM_KERNEL=:pallas_cross
   PROFILE=(--model=longlm_large --attention=cudnn --remat=dots_attention --batch=64 --scan
            --options unroll2 --steps=2)
   DECODE_PROFILE=(--model=longlm_large --decode --batch=32 --scan --steps=1)
@@ -107,11 +110,11 @@ fi
   --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" check "train:$M:$ATT:dots_attention:$BIG:scan:unroll4"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" check "train:$M:$ATT:dots_attention:$BIG:scan:$UNROLL_MORE"
   "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:no_triton_gemm"
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
   "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
-  "decode:$M:1:$WIDE:scan" "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan:pallas_cross"
+  "decode:$M:1:$WIDE:scan" "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL"
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"
   "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
   "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$WIDE:compile"

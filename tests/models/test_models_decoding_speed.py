@@ -91,38 +91,29 @@ def test_a_scanned_stack_decodes_unrolled_to_the_same_tokens():
                                 np.asarray(plain.predict_batch(params, _batch())))
 
 
-@pytest.mark.parametrize("decode_fn,num_decodes", [(decoding.temperature_sample, 1),
-                                                   (decoding.beam_search, 3)])
-def test_both_layouts_of_the_cached_encoder_keys_decode_the_same_tokens(decode_fn, num_decodes):
+def _decode_with(cfg, decode_fn, num_decodes):
+  """(tokens decoded with `cfg`, the shape of layer 0's cached encoder keys)."""
   extra = {"temperature": 0.0} if num_decodes == 1 else {}
-  params = _params(CFG)
-  outputs = []
-  for keys_last in (True, False):
-    cfg = dataclasses.replace(CFG, cross_keys_last=keys_last)
-    model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
-    outputs.append(np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
-                                                  num_decodes=num_decodes)))
-    _, cache = model.decoding_programs()[0](params, _batch())
-    key = cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"]
-    assert key.shape == ((3, 4, 8, 10) if keys_last else (3, 4, 10, 8))
-  np.testing.assert_array_equal(outputs[0], outputs[1])
+  model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
+  tokens = np.asarray(model.predict_batch(_params(CFG), _batch(), decoder_params=extra,
+                                          num_decodes=num_decodes))
+  _, cache = model.decoding_programs()[0](_params(CFG), _batch())
+  return tokens, cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"].shape
 
 
+# The cached encoder keys [b, h, d, len] or [b, h, len, d]; each step's cross-attention
+# as XLA's two products or jax's flash-decoding kernel (interpreted on the CPU), on a
+# batch with a padded example; the kernel's cache is padded to 16 encoder positions.
+@pytest.mark.parametrize("changes,key_shape", [
+    ({"cross_keys_last": False}, (3, 4, 10, 8)),
+    ({"decode_cross_attention": "pallas_interpret"}, (3, 4, 16, 8))])
 @pytest.mark.parametrize("decode_fn,num_decodes", [(decoding.temperature_sample, 1),
                                                    (decoding.beam_search, 3)])
-def test_the_pallas_cross_attention_kernel_decodes_the_same_tokens(decode_fn, num_decodes):
-  # jax's flash-decoding kernel (interpreted on the CPU) against XLA's two products, on
-  # a batch with a padded example; its cache is padded to 16 encoder positions.
-  extra = {"temperature": 0.0} if num_decodes == 1 else {}
-  params = _params(CFG)
-  outputs = []
-  for kernel in ("einsum", "pallas_interpret"):
-    cfg = dataclasses.replace(CFG, decode_cross_attention=kernel)
-    model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
-    outputs.append(np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
-                                                  num_decodes=num_decodes)))
-    _, cache = model.decoding_programs()[0](params, _batch())
-    key = cache["decoder"]["layers_0"]["encoder_decoder_attention"]["cross_key"]
-    assert key.shape == ((3, 4, 8, 10) if kernel == "einsum" else (3, 4, 16, 8))
-  np.testing.assert_array_equal(outputs[0], outputs[1])
-  assert (outputs[0] > 1).any()
+def test_each_layout_and_kernel_of_cross_attention_decodes_the_same_tokens(
+    changes, key_shape, decode_fn, num_decodes):
+  plain, plain_shape = _decode_with(CFG, decode_fn, num_decodes)
+  assert plain_shape == (3, 4, 8, 10)  # the default: keys last
+  tokens, shape = _decode_with(dataclasses.replace(CFG, **changes), decode_fn, num_decodes)
+  assert shape == key_shape
+  np.testing.assert_array_equal(tokens, plain)
+  assert (plain > 1).any()
