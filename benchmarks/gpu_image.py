@@ -2,7 +2,7 @@
 this machine's Python made to see only those (to try a session's scripts before a
 device call is spent on them).
 
-    python benchmarks/gpu_image.py --download .whl   # the carried wheels, for the image's CPython
+    python benchmarks/gpu_image.py --download .whl   # the carried wheels, for its CPython
     python benchmarks/gpu_image.py --env DIR         # prints the variables of a Python as on the image
 
 Why: the image has no package index, and a package it lacks fails a row only when the

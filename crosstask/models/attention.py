@@ -337,7 +337,8 @@ def decode_cross_attention(query: jax.Array, key: jax.Array, value: jax.Array,
                      f"kernel's {_DECODE_BLOCK_H} query rows")
   splits, block = _decode_blocks(length)
   # [B*n, h, 1, d] -> [B, h * n, d], each key head's n query rows together.
-  q = jnp.swapaxes(query.reshape(batch, copies, heads, d), 1, 2).reshape(batch, heads * copies, d)
+  q = jnp.swapaxes(query.reshape(batch, copies, heads, d), 1, 2)
+  q = q.reshape(batch, heads * copies, d)
   out = decode_attention.gqa(
       q, jnp.swapaxes(key, 1, 2), jnp.swapaxes(value, 1, 2),
       kv_seq_len=key_lengths.astype(jnp.int32), sm_scale=1.0, block_h=_DECODE_BLOCK_H,
