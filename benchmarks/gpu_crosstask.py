@@ -202,9 +202,9 @@ def decoding_model(cfg, beams: int):
   from crosstask.models import decoding
   from crosstask.models.model import EncoderDecoderModel
   from crosstask.models.network import Transformer
-  import jax
-  if cfg.decode_cross_attention == 'pallas' and jax.default_backend() != 'gpu':
-    cfg = dataclasses.replace(cfg, decode_cross_attention='pallas_interpret')  # --quick
+  from crosstask.runtime.config import platform
+  cfg = dataclasses.replace(cfg, decode_cross_attention=platform.decoding_kernel(
+      cfg.decode_cross_attention, platform.profile()))  # interpreted in --quick
   vocab = type('Vocab', (), {'eos_id': 1})()
   kwargs = ({} if beams == 1 else {'decode_fn': decoding.beam_search,
                                    'default_decoder_params': {'alpha': 1.0,

@@ -261,14 +261,22 @@ def resolve_model(model: Any, chosen: Profile) -> Any:
     # cuDNN's fused kernel takes half precision only; a float32 model gets XLA's
     # version of the same call.
     changes['attention'] = 'dot_product'
-  if getattr(config, 'decode_cross_attention', None) == 'pallas' and chosen.name != 'gpu':
-    # The Pallas decoding kernel is written for GPUs; elsewhere its interpreter runs it.
-    changes['decode_cross_attention'] = 'pallas_interpret'
+  kernel = getattr(config, 'decode_cross_attention', None)
+  if kernel is not None and decoding_kernel(kernel, chosen) != kernel:
+    changes['decode_cross_attention'] = decoding_kernel(kernel, chosen)
   if not changes:
     return model
   resolved = copy.copy(model)
   resolved.module = model.module.clone(config=dataclasses.replace(config, **changes))
   return resolved
+
+
+def decoding_kernel(decode_cross_attention: str, chosen: Profile) -> str:
+  """A config's `decode_cross_attention` as `chosen`'s platform runs it: the Pallas
+  decoding kernel is written for GPUs; elsewhere its interpreter runs it."""
+  if decode_cross_attention == 'pallas' and chosen.name != 'gpu':
+    return 'pallas_interpret'
+  return decode_cross_attention
 
 
 def raise_if_options_refused(error: Exception, binding: str,
