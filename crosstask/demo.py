@@ -39,6 +39,7 @@ from crosstask import paths
 from crosstask import records
 from crosstask import vocabularies
 from crosstask.runtime.config import platform
+from crosstask import tracing
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -68,7 +69,7 @@ def _task(inputs, outputs, lang="zh", vocabulary=None):
 def show_examples(task, split: str = "validation", num: int = 2) -> None:
   """Prints `num` tokenized examples: ids (head) and decoded text."""
   vocab = task.output_features["targets"].vocabulary
-  ds = task.get_dataset(SEQUENCE_LENGTH, split=split, shuffle=False)
+  ds = tracing.without_autograph(task.get_dataset, SEQUENCE_LENGTH, split=split, shuffle=False)
   print(f"== {task.name} ({split})")
   for ex in ds.take(num).as_numpy_iterator():
     for key in ("inputs", "targets"):
@@ -101,7 +102,7 @@ def baseline_rows(split: str = "validation", train_split: str = "train",
   rows = []
   for inputs, outputs in DEMO_TASKS:
     task = _task(inputs, outputs, lang, vocabulary)
-    ds = task.get_dataset(SEQUENCE_LENGTH, split=split, shuffle=False)
+    ds = tracing.without_autograph(task.get_dataset, SEQUENCE_LENGTH, split=split, shuffle=False)
     targets = [task.postprocess_fn(ex["targets_pretokenized"].decode("utf-8"), is_target=True)
                for ex in ds.as_numpy_iterator()]
     if len(targets) != len(eval_records):

@@ -30,6 +30,7 @@ from crosstask import vocabularies
 from crosstask.results import bootstrap
 from crosstask.runtime.config import saved_run
 from crosstask.runtime.data import pipeline
+from crosstask import tracing
 
 FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
 
@@ -188,7 +189,8 @@ def _text(value) -> str:
 
 def examples(task, split: str, indices: Sequence[int]) -> list[dict]:
   """The split's examples at `indices`, as numpy dicts (the Evaluator's view of them)."""
-  ds = task.get_dataset(None, split=split, shuffle=False, num_epochs=1, use_cached=False)
+  ds = tracing.without_autograph(task.get_dataset, None, split=split, shuffle=False,
+                                 num_epochs=1, use_cached=False)
   wanted = set(indices)
   last = max(indices)
   found = {}

@@ -26,6 +26,8 @@ from typing import Iterable, Iterator, Optional, Sequence
 import sentencepiece as spm
 import seqio
 
+from crosstask import tracing
+
 DEFAULT_MODULES = ("crosstask.tasks.all",)
 _TOKENIZE_STEPS = (seqio.preprocessors.tokenize,
                    seqio.preprocessors.tokenize_and_append_eos)
@@ -59,6 +61,15 @@ def pre_tokenize_steps(task: seqio.Task) -> list:
   return steps
 
 
+def _untokenized(task, split: str):
+  ds = task.source.get_dataset(split=split, shuffle=False)
+  for fn in pre_tokenize_steps(task):
+    fn = seqio.utils.add_kwargs_to_transform(
+        fn, sequence_length=None, output_features=task.output_features)
+    ds = fn(ds)
+  return ds
+
+
 def task_texts(task_name: str, split: str = "train",
                features: Sequence[str] = ("inputs", "targets")) -> Iterator[str]:
   """The untokenized `features` strings of every example of a task split."""
@@ -66,11 +77,7 @@ def task_texts(task_name: str, split: str = "train",
   splits = list(task.source.splits)
   if split not in splits:
     raise ValueError(f"task {task_name!r} has no split {split!r}; it has {splits}")
-  ds = task.source.get_dataset(split=split, shuffle=False)
-  for fn in pre_tokenize_steps(task):
-    fn = seqio.utils.add_kwargs_to_transform(
-        fn, sequence_length=None, output_features=task.output_features)
-    ds = fn(ds)
+  ds = tracing.without_autograph(_untokenized, task, split)
   spec = ds.element_spec
   keys = [k for k in features if k in spec and spec[k].dtype.name == "string"]
   if not keys:

@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from crosstask.runtime.sharding import partitioning
+from crosstask import tracing
 
 
 @gin.configurable(module='utils')
@@ -245,7 +246,7 @@ def epoch_steps(mixture_or_task_name: str = gin.REQUIRED, split: str = gin.REQUI
   for task in _tasks_of(mixture_or_task_name):
     if split not in task.splits:
       continue
-    ds = task.source.get_dataset(split=split, shuffle=False)
+    ds = tracing.without_autograph(task.source.get_dataset, split=split, shuffle=False)
     count = int(ds.cardinality())
     n += count if count >= 0 else sum(1 for _ in ds)
   return max(1, round(epochs * -(-n // batch_size))) if n else 0
@@ -297,7 +298,8 @@ def get_dataset(cfg: DatasetConfig, *, num_epochs: int | None = None,
   task = get_mixture_or_task(cfg.mixture_or_task_name)
   check_split(task, cfg.split)
   try:
-    ds = seqio.get_dataset(
+    ds = tracing.without_autograph(
+        seqio.get_dataset,
         cfg.mixture_or_task_name,
         task_feature_lengths=dict(cfg.task_feature_lengths),
         dataset_split=cfg.split,

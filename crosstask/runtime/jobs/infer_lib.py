@@ -22,6 +22,7 @@ from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
 from crosstask.runtime.report import console
 from crosstask.runtime.state import checkpoints
+from crosstask import tracing
 
 
 def _text(ex: dict, key: str, vocab) -> str:
@@ -114,13 +115,15 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
   for task in tasks:
     if dataset_cfg.split not in task.splits:
       continue
-    task_ds = task.get_dataset(dict(dataset_cfg.task_feature_lengths), split=dataset_cfg.split,
-                               shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
+    task_ds = tracing.without_autograph(
+        task.get_dataset, dict(dataset_cfg.task_feature_lengths), split=dataset_cfg.split,
+        shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
     if job.num_examples:
       task_ds = task_ds.take(job.num_examples)
     # Read and preprocessed once: predicting, scoring and writing the texts each pass over it.
     task_ds = task_ds.cache()
-    model_ds = converter(task_ds, dict(dataset_cfg.task_feature_lengths)).enumerate()
+    model_ds = tracing.without_autograph(
+        converter, task_ds, dict(dataset_cfg.task_feature_lengths)).enumerate()
     preds, aux = runner.predict_with_aux(params, model_ds)
     target_scores = dict(runner.score(params, model_ds))
     out_vocab = task.output_features['targets'].vocabulary

@@ -15,6 +15,7 @@ from crosstask import records
 from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
+from crosstask import tracing
 
 
 def _scalar(v: Any) -> float | None:
@@ -39,7 +40,8 @@ class Evaluator:
     self.split = cfg.split
     self.writer = writer
     os.makedirs(output_dir, exist_ok=True)
-    self._evaluator = seqio.Evaluator(
+    self._evaluator = tracing.without_autograph(
+        seqio.Evaluator,
         mixture_or_task_name=cfg.mixture_or_task_name,
         feature_converter=data.feature_converter(pack=False),
         eval_split=cfg.split,

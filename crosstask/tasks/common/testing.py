@@ -10,6 +10,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 from crosstask.tasks.common import layout
+from crosstask import tracing
 
 # Predictions a model can produce: empty, unlabelled, half-labelled, markers
 # only, other languages' markers, control characters, undecodable bytes.
@@ -54,7 +55,7 @@ def _examples(task, split: str, n: int) -> list[dict]:
   splits = list(task.splits)
   if split not in splits:
     raise AssertionError(f"task {task.name!r} has no split {split!r}; it has {splits}")
-  ds = task.get_dataset(None, split=split, shuffle=False)
+  ds = tracing.without_autograph(task.get_dataset, None, split=split, shuffle=False)
   return list(ds.take(n).as_numpy_iterator())
 
 

@@ -20,6 +20,7 @@ import tensorflow as tf
 from crosstask import paths
 from crosstask.tasks.common import factory
 from crosstask.tasks.common import sampling
+from crosstask import tracing
 from crosstask.tasks.xbench import scenarios as S
 
 # Stream purposes beside common.sampling's (0 permutation, 1 few-shot, 2 meta, 3 k_shot).
@@ -41,7 +42,7 @@ def _read_source(task_name: str, split: str, data_dir: str | None) -> tuple[dict
   if split not in task.splits:
     raise ValueError(f"xbench: source task {task_name!r} has no split {split!r} "
                      f"(it has {sorted(task.splits)})")
-  ds = task.source.get_dataset(split=split, shuffle=False)
+  ds = tracing.without_autograph(task.source.get_dataset, split=split, shuffle=False)
   return tuple({k: bytes(v).decode("utf-8") if isinstance(v, bytes) else str(v)
                 for k, v in ex.items()} for ex in ds.as_numpy_iterator())
 
