@@ -56,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
       as_json = True
   verbose = '--verbose' in argv
   argv = [a for a in argv if a != '--verbose']
-  from crosstask.runtime.config import platform  # pylint: disable=g-import-not-at-top
-  platform.quiet_startup(verbose)
+  from crosstask import startup  # pylint: disable=g-import-not-at-top
+  startup.quiet_startup(verbose)
   # A compile for named TPU devices needs no accelerator: keep JAX on the CPU.
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')

@@ -37,9 +37,10 @@ import gin
 
 from crosstask import paths
 from crosstask import records
+from crosstask import startup
+from crosstask import tracing
 from crosstask import vocabularies
 from crosstask.runtime.config import platform
-from crosstask import tracing
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -258,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   parser.add_argument("--verbose", action="store_true",
                       help="keep TensorFlow's start-up lines and library warnings")
   args = parser.parse_args(argv)
-  platform.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
+  startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   print(f"Host malloc: {platform.prepare_host('train')}")  # Before TF's or JAX's threads allocate.
   started = time.time()
   with paths.use_data_dir(paths.SAMPLE_DIR):

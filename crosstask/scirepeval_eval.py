@@ -18,9 +18,8 @@ import json
 import os
 import sys
 
+from crosstask import startup
 from crosstask.metrics.scirepeval import probes
-from crosstask.tasks.scirepeval import averages as agg
-from crosstask.tasks.scirepeval import benchmark, readers, score
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,11 +40,18 @@ def _parser() -> argparse.ArgumentParser:
   s.add_argument("--n_jobs", type=int, default=1, help="grid-search processes")
   a = sub.add_parser("aggregate", help="the paper's averages of a results JSON")
   a.add_argument("--results", required=True)
+  for command in (s, a):
+    command.add_argument("--verbose", action="store_true",
+                         help="keep TensorFlow's start-up lines and library warnings")
   return p
 
 
 def main(argv: list[str] | None = None) -> int:
   args = _parser().parse_args(argv)
+  startup.quiet_startup(args.verbose)  # Before the task package loads TensorFlow.
+  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.scirepeval import averages as agg
+  from crosstask.tasks.scirepeval import benchmark, readers, score
   try:
     if args.command == "aggregate":
       with open(args.results, encoding="utf-8") as f:

@@ -21,7 +21,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from crosstask.runtime.config import platform
+from crosstask import startup
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
-  platform.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
+  startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   from crosstask.results import rescoring  # pylint: disable=g-import-not-at-top
   try:
     if args.scirepeval_task:

@@ -20,9 +20,9 @@ import json
 import sys
 from collections.abc import Sequence
 
+from crosstask import startup
 from crosstask.results import bootstrap
 from crosstask.results import table
-from crosstask.runtime.config import platform
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
-  platform.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
+  startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   try:
     result = table.build(args.runs, step=args.step, prefer=args.metric,
                          all_metrics=args.all_metrics, paper=args.paper, tasks=args.tasks,

@@ -12,6 +12,8 @@ import argparse
 import fnmatch
 import sys
 
+from crosstask import startup
+
 
 def _matches(name: str, filters: list[str]) -> bool:
   return not filters or any(f in name or fnmatch.fnmatchcase(name, f) for f in filters)
@@ -21,10 +23,13 @@ def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m crosstask.tasks", description=__doc__)
   parser.add_argument("--list", nargs="*", metavar="FILTER", default=None,
                       help="list tasks and mixtures whose names match any FILTER")
+  parser.add_argument("--verbose", action="store_true",
+                      help="keep TensorFlow's start-up lines and library warnings")
   args = parser.parse_args(argv)
   if args.list is None:
     parser.print_help()
     return 2
+  startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   import seqio  # pylint: disable=g-import-not-at-top
   import crosstask.tasks.all  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   tasks = sorted(n for n in seqio.TaskRegistry.names() if _matches(n, args.list))

@@ -11,7 +11,12 @@ the .model itself holds no sentinels, as in T5).
 Task text is the 'inputs'/'targets' strings a task has just before
 tokenization: its source dataset through the preprocessors that come before
 `seqio.preprocessors.tokenize` (or `tokenize_and_append_eos`).
+
+SeqIO (and with it TensorFlow) is imported where it is used, so that the command line
+silences TensorFlow's start-up lines before they are written (`crosstask.startup`).
 """
+
+from __future__ import annotations
 
 import argparse
 import difflib
@@ -24,17 +29,16 @@ import sys
 from typing import Iterable, Iterator, Optional, Sequence
 
 import sentencepiece as spm
-import seqio
 
+from crosstask import startup
 from crosstask import tracing
 
 DEFAULT_MODULES = ("crosstask.tasks.all",)
-_TOKENIZE_STEPS = (seqio.preprocessors.tokenize,
-                   seqio.preprocessors.tokenize_and_append_eos)
 
 
 def get_task(name: str) -> seqio.Task:
   """The registered task `name`; an error listing close matches otherwise."""
+  import seqio  # pylint: disable=g-import-not-at-top
   names = sorted(seqio.TaskRegistry.names())
   if name not in names:
     close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
@@ -45,13 +49,15 @@ def get_task(name: str) -> seqio.Task:
 
 
 def _is_tokenize_step(fn) -> bool:
+  import seqio  # pylint: disable=g-import-not-at-top
   while isinstance(fn, functools.partial):
     fn = fn.func
-  return fn in _TOKENIZE_STEPS
+  return fn in (seqio.preprocessors.tokenize, seqio.preprocessors.tokenize_and_append_eos)
 
 
 def pre_tokenize_steps(task: seqio.Task) -> list:
   """The task's preprocessors before its first tokenize step (placeholders dropped)."""
+  import seqio  # pylint: disable=g-import-not-at-top
   steps = []
   for fn in task.preprocessors:
     if _is_tokenize_step(fn):
@@ -62,6 +68,7 @@ def pre_tokenize_steps(task: seqio.Task) -> list:
 
 
 def _untokenized(task, split: str):
+  import seqio  # pylint: disable=g-import-not-at-top
   ds = task.source.get_dataset(split=split, shuffle=False)
   for fn in pre_tokenize_steps(task):
     fn = seqio.utils.add_kwargs_to_transform(
@@ -146,6 +153,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--module", action="append", default=None,
                  help="module to import to register tasks (repeatable; default "
                  f"{', '.join(DEFAULT_MODULES)} when a --task is not registered yet)")
+  p.add_argument("--verbose", action="store_true",
+                 help="keep TensorFlow's start-up lines and library warnings")
   return p
 
 
@@ -154,6 +163,8 @@ def main(argv: Optional[Sequence[str]] = None) -> str:
   args = _parser().parse_args(argv)
   if not args.task and not args.text_file:
     raise SystemExit("give --task and/or --text_file")
+  startup.quiet_startup(args.verbose)  # Before SeqIO loads TensorFlow.
+  import seqio  # pylint: disable=g-import-not-at-top
   registered = set(seqio.TaskRegistry.names())
   if args.module or any(name not in registered for name in args.task):
     for module in args.module or DEFAULT_MODULES:

@@ -1,7 +1,6 @@
 """Vocabularies and the vocabulary trainer, on real text and the real Chinese model."""
 
 import functools
-import os
 import pathlib
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import sentencepiece as spm
 import seqio
 import tensorflow as tf
 
+import runtime_subprocess as rs
 from crosstask import vocabularies
 from crosstask.tasks import train_vocab
 
@@ -107,7 +107,7 @@ def test_unknown_task_lists_close_matches(tiny_task):
 def test_train_from_text_file_as_subprocess(tmp_path):
   text_file = tmp_path / "corpus.txt"
   text_file.write_text("\n".join(ZH * 2 + EN * 2) + "\n", encoding="utf-8")
-  env = dict(os.environ, PYTHONPATH=os.getcwd())
+  env = rs.env()  # TensorFlow's log level as a user leaves it: unset
   result = subprocess.run(
       [sys.executable, "-m", "crosstask.tasks.train_vocab", f"--text_file={text_file}",
        "--vocab_size=440", "--extra_ids=4", "--max_sentences=30",
@@ -115,6 +115,7 @@ def test_train_from_text_file_as_subprocess(tmp_path):
       capture_output=True, text=True, env=env, timeout=300, check=False)
   assert result.returncode == 0, result.stderr[-2000:]
   assert "extra_ids=4" in result.stdout
+  assert not rs.noise_in(result.stdout + result.stderr), result.stderr[-2000:]
   _check_t5_layout(str(tmp_path / "out" / "zh.model"), pieces=440, extra_ids=4)
 
   missing = subprocess.run(

@@ -8,7 +8,7 @@ import pytest
 
 import runtime_subprocess as rs
 from crosstask import records
-from crosstask.runtime.config import platform
+from crosstask import startup
 from crosstask.runtime.report import console
 
 
@@ -34,8 +34,17 @@ def test_results_prints_only_its_table(tmp_path):
   assert notes == 'No 95% interval in run: no saved predictions to resample.', done.stdout
 
 
+def test_the_task_layers_command_line_lists_without_startup_noise():
+  # The task layer's command lines load SeqIO, and TensorFlow with it, after silencing
+  # its start-up lines, as the runtime's entry points do (`crosstask.startup`).
+  done = rs.run([sys.executable, '-m', 'crosstask.tasks', '--list', 'csl_zh_abstract_to_title.p0'])
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stderr == '' and done.stdout.splitlines() == [
+      'task     csl_zh_abstract_to_title.p0', '1 tasks, 0 mixtures'], done.stderr[-3000:]
+
+
 def test_unactionable_library_warnings_are_dropped_and_others_kept():
-  drop = platform._DropUnactionable()  # pylint: disable=protected-access
+  drop = startup._DropUnactionable()  # pylint: disable=protected-access
 
   def record(level, msg):
     return logging.LogRecord('absl', level, 'seqio/evaluation.py', 1, msg, (), None)

@@ -231,12 +231,13 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   leaves the process as it is. `saved_run_job` (a `saved_run.JobFiles`) lets the
   command take `--run_dir=DIR`, a trained run whose saved config it starts from.
   """
+  from crosstask import startup  # pylint: disable=import-outside-toplevel
   from crosstask.runtime.config import platform  # pylint: disable=import-outside-toplevel
   from crosstask.runtime.report import console  # pylint: disable=import-outside-toplevel
   argv = sys.argv[1:] if argv is None else list(argv)
   verbose = '--verbose' in argv
   argv = [a for a in argv if a != '--verbose']
-  platform.quiet_startup(verbose)
+  startup.quiet_startup(verbose)
   if not argv or argv[0] in ('-h', '--help', 'help'):
     console.say(USAGE.format(what=what,
                              run_dir='' if saved_run_job is None else RUN_DIR_USAGE))

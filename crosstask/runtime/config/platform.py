@@ -13,20 +13,17 @@ The entry points call `prepare_host(job)` before anything starts threads (the al
 settings must precede the first allocations, so that step reads only the
 environment), then `apply(profile())` once gin is parsed (PRNG and compilation cache).
 
-The console settings live here too: `quiet_startup` keeps TensorFlow's start-up lines
-and library warnings a user cannot act on off the console unless `--verbose`, and
-TensorFlow, which only builds input pipelines, off the GPUs that JAX computes on.
+The console's start-up settings (TensorFlow's lines and unactionable library warnings
+off the console, TensorFlow off the GPUs) are `crosstask.startup`'s: the task layer's
+command lines call them too, and it imports nothing of the runtime.
 
 This module imports JAX only inside its functions: `prepare_host` runs before it starts.
 """
 
-import contextlib
 import copy
 import dataclasses
 import gc
 import glob
-import importlib.abc
-import importlib.machinery
 import importlib.metadata
 import importlib.util
 import logging
@@ -285,107 +282,3 @@ def raise_if_options_refused(error: Exception, binding: str,
   if options and any(name in str(error) for name in options):
     raise ValueError(f'{binding}={dict(options)!r} (set it to {{}} for XLA\'s defaults): '
                      f'{error}') from error
-
-
-# Library log lines that name nothing a user of the command lines can change: SeqIO's
-# advice on its own sequence-length and caching arguments, which the runtime sets, and
-# orbax's notes on how the runtime opens a checkpoint.
-UNACTIONABLE_WARNINGS = (
-    'Given sequence lengths',          # seqio.Evaluator: lengths longer/shorter than needed
-    'Using an uncached FunctionDataset',  # seqio: shuffling an uncached source
-    "'logger_cls' is empty",           # seqio.Evaluator: the runtime writes its own records
-    # orbax, reading a checkpoint for eval, infer or a restart: the runtime opens it
-    # read-only, and a state saved without orbax's optional step metadata reads alike.
-    'CheckpointManagerOptions.read_only=True, setting',
-    'Given directory is read only=',
-    'Metadata file does not exist:',
-)
-
-
-class _DropUnactionable(logging.Filter):
-  def filter(self, record: logging.LogRecord) -> bool:
-    return not (record.levelno < logging.ERROR
-                and str(record.msg).startswith(UNACTIONABLE_WARNINGS))
-
-
-@contextlib.contextmanager
-def _stderr_silenced():
-  """File descriptor 2 to /dev/null: C++ libraries write there, past Python's sys.stderr."""
-  sys.stderr.flush()
-  saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-  os.dup2(devnull, 2)
-  try:
-    yield
-  finally:
-    os.dup2(saved, 2)
-    os.close(saved)
-    os.close(devnull)
-
-
-def keep_tensorflow_on_the_host(tf: types.ModuleType) -> None:
-  """Hides the GPUs from TensorFlow, which builds the input pipelines on the host only
-  (nothing to do where its devices exist already: too late to hide them).
-
-  Why: with a GPU visible, TensorFlow initialises CUDA at its first operation and
-  reserves most of the device's memory, which JAX's programs need (T5X hides them too).
-  Where there is no GPU, this is where TensorFlow's failed CUDA start-up is logged.
-  """
-  try:
-    tf.config.set_visible_devices([], 'GPU')
-  except RuntimeError:  # "Visible devices cannot be modified after being initialized"
-    pass
-
-
-class _TensorFlowLoader(importlib.abc.Loader):
-  """Runs TensorFlow's import, stderr silenced if asked, then keeps it on the host."""
-
-  def __init__(self, loader: importlib.abc.Loader, silent: bool):
-    self._loader, self._silent = loader, silent
-
-  def create_module(self, spec):
-    return self._loader.create_module(spec)
-
-  def exec_module(self, module) -> None:
-    with _stderr_silenced() if self._silent else contextlib.nullcontext():
-      self._loader.exec_module(module)
-      keep_tensorflow_on_the_host(module)
-
-
-class _TensorFlowImport(importlib.abc.MetaPathFinder):
-  """Finds `tensorflow` as Python would and imports it through `_TensorFlowLoader`,
-  whenever it comes.
-
-  Silent: TensorFlow 2.21 logs oneDNN and CUDA-stub lines from C++ before absl's
-  logging is initialised, which TF_CPP_MIN_LOG_LEVEL does not reach; they go out at
-  import, and its failed CUDA start-up (an error, on a machine without a GPU driver)
-  where its devices are first listed, here too.
-  """
-
-  def __init__(self, silent: bool):
-    self.silent = silent
-
-  def find_spec(self, name, path, target=None):
-    if name != 'tensorflow':
-      return None
-    spec = importlib.machinery.PathFinder.find_spec(name, path)
-    if spec is not None and spec.loader is not None:
-      spec.loader = _TensorFlowLoader(spec.loader, self.silent)
-    return spec
-
-
-def quiet_startup(verbose: bool = False) -> None:
-  """Keeps start-up noise and unactionable library warnings off the console, and
-  TensorFlow off the GPUs (`keep_tensorflow_on_the_host`, verbose or not).
-
-  Call first in an entry point, before TensorFlow is imported: TensorFlow's C++
-  log level is read from the environment when it loads, and its devices are fixed
-  once listed. `verbose` leaves the console as the libraries have it.
-  """
-  if not verbose:
-    os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # C++ errors only
-    logging.getLogger('absl').addFilter(_DropUnactionable())
-  if sys.modules.get('tensorflow') is not None:  # Imported already: hide what is left.
-    keep_tensorflow_on_the_host(sys.modules['tensorflow'])
-  elif 'tensorflow' not in sys.modules and not any(
-      isinstance(f, _TensorFlowImport) for f in sys.meta_path):
-    sys.meta_path.insert(0, _TensorFlowImport(silent=not verbose))

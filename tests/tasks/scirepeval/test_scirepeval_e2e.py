@@ -36,6 +36,7 @@ def test_embed_score_and_rank_the_shared_samples(official_data, tmp_path):
                   "--embeddings", str(emb / f"{task}.jsonl"), "--data", str(data_dir),
                   "--output", str(tmp_path / "results.json"), *extra], timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert not rs.noise_in(out.stdout + out.stderr), out.stderr[-3000:]
     scores.update(json.loads(out.stdout))
   assert scores["scored_by"]["backend"] == "sklearn"
   assert 0 <= scores["Fields of study"]["f1_macro"] <= 100
