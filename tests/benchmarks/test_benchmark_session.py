@@ -8,8 +8,10 @@ One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite
 (21 rows: the GPU's 27 less six that differ there only in batch, model, unroll past
 the tiny stacks or beam search's kernel row; on the GPU
 each row has its own process, here the rows of one framework and XLA flags share one:
-208 -> 122 s in the cold suite), and a module fixture shared by two tests would run it
-once per xdist worker that draws one of them (`make test` is `-n 2`, load-balanced)."""
+208 -> 122 s in the cold suite; HF's compiled rows through Dynamo and AOTAutograd's
+eager backend, not Inductor's C++: 136 -> 83 s with torch's compile cache empty, as on a
+fresh machine), and a module fixture shared by two tests would run it once per xdist
+worker that draws one of them (`make test` is `-n 2`, load-balanced)."""
 
 import json
 import os
@@ -118,6 +120,14 @@ def _check_the_rows_measure_what_they_name(rows):
     assert r["hf_setting"] == gpu_spec.parse(fastest["row"]).hf_setting()
   for r in (train, adamw):
     assert np.isfinite(r["loss"]) and r["loss"] > 0 and r["mfu"] is None
+  # HF's compiled settings, captured by Dynamo as on the GPU, run the same computation
+  # (Inductor's code generation is the GPU's alone: a CPU's would be C++, and slow).
+  compiled, eager = rows["hf-train:tiny:8:adamw:compile"], rows["hf-train:tiny:8:adamw"]
+  assert compiled["compile_backend"] == "aot_eager" and eager["compile_backend"] is None
+  assert compiled["loss"] == pytest.approx(eager["loss"], rel=2e-3)
+  assert rows["hf-decode:tiny:1:8:compile"]["compile_backend"] == "aot_eager"
+  assert rows["hf-decode:tiny:1:8:compile"]["generated_tokens"] == rows["hf-decode:tiny:1:8"][
+      "generated_tokens"]
   # Two layers a scan iteration (the GPU profile's default) train the same step as one.
   two = rows["train:tiny:xla:dots_attention:8:scan:unroll2"]
   assert two["settings"]["unroll"] == 2
