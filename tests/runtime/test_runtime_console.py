@@ -34,6 +34,7 @@ def test_results_prints_only_its_table(tmp_path):
   assert notes == 'No 95% interval in run: no saved predictions to resample.', done.stdout
 
 
+@pytest.mark.slow  # a subprocess that imports TensorFlow and registers every task
 def test_the_task_layers_command_line_lists_without_startup_noise():
   # The task layer's command lines load SeqIO, and TensorFlow with it, after silencing
   # its start-up lines, as the runtime's entry points do (`crosstask.startup`).
