@@ -16,6 +16,7 @@ import seqio
 import runtime_subprocess as rs
 from crosstask import paths
 from crosstask import plain_vocabularies
+from crosstask import tracing
 from crosstask import vocabularies
 from crosstask.models import model as model_lib
 from crosstask.models.config import TransformerConfig
@@ -51,8 +52,10 @@ def _seqio_side(vocab_name: str, split: str):
   vocab = vocabularies.get(vocab_name)
   (name,) = factory.register_for_vocabulary([tasks.csl_task(*FIELDS).name], vocab)
   task = seqio.get_mixture_or_task(name)
-  task_ds = task.get_dataset(LENGTHS, split=split, shuffle=False, num_epochs=1).cache()
-  model_ds = pipeline.feature_converter(pack=False)(task_ds, LENGTHS)
+  # Built as the SeqIO job (infer_lib) builds it: traced without AutoGraph.
+  task_ds = tracing.without_autograph(task.get_dataset, LENGTHS, split=split, shuffle=False,
+                                      num_epochs=1).cache()
+  model_ds = tracing.without_autograph(pipeline.feature_converter(pack=False), task_ds, LENGTHS)
   rows = list(model_ds.as_numpy_iterator())
   feats = {k: np.stack([r[k] for r in rows]) for k in rows[0]}
   return list(task_ds.as_numpy_iterator()), feats, model_ds, task
