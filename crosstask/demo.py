@@ -256,8 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   parser.add_argument("--output_dir", default="demo_output", type=pathlib.Path)
   parser.add_argument("--steps", type=int, default=300, help="training steps of the tiny model")
   parser.add_argument("--skip_training", action="store_true")
-  parser.add_argument("--verbose", action="store_true",
-                      help="keep TensorFlow's start-up lines and library warnings")
+  startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
   startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   print(f"Host malloc: {platform.prepare_host('train')}")  # Before TF's or JAX's threads allocate.

@@ -41,8 +41,7 @@ def _parser() -> argparse.ArgumentParser:
   a = sub.add_parser("aggregate", help="the paper's averages of a results JSON")
   a.add_argument("--results", required=True)
   for command in (s, a):
-    command.add_argument("--verbose", action="store_true",
-                         help="keep TensorFlow's start-up lines and library warnings")
+    startup.add_verbose_flag(command)
   return p
 
 

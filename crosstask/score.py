@@ -45,8 +45,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--data", help="SciRepEval: the task's test directory (or a root of them)")
   p.add_argument("--backend", default="sklearn", help="SciRepEval probe backend")
   p.add_argument("--no_few_shot", action="store_true", help="SciRepEval: skip few-shot runs")
-  p.add_argument("--verbose", action="store_true",
-                 help="keep TensorFlow's start-up lines and library warnings")
+  startup.add_verbose_flag(p)
   return p
 
 

@@ -8,6 +8,7 @@ call it through `gin_utils.run_main`, and the task layer's command lines
 (`python -m crosstask.tasks`, `crosstask.tasks.train_vocab`) call it themselves.
 """
 
+import argparse
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -119,3 +120,9 @@ def quiet_startup(verbose: bool = False) -> None:
   elif 'tensorflow' not in sys.modules and not any(
       isinstance(f, _TensorFlowImport) for f in sys.meta_path):
     sys.meta_path.insert(0, _TensorFlowImport(silent=not verbose))
+
+
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+  """`--verbose`, the flag every command line passes to `quiet_startup`."""
+  parser.add_argument("--verbose", action="store_true",
+                      help="keep TensorFlow's start-up lines and library warnings")

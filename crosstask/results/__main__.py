@@ -49,8 +49,7 @@ def _parser() -> argparse.ArgumentParser:
                  help="resamples of each run's examples for its 95%% intervals (0: none)")
   p.add_argument("--plot", metavar="FILE.png", help="also draw the runs' training loss and "
                  "metrics against step, and the table as bars with their intervals")
-  p.add_argument("--verbose", action="store_true",
-                 help="keep TensorFlow's start-up lines and library warnings")
+  startup.add_verbose_flag(p)
   return p
 
 

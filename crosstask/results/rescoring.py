@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from crosstask import records
+from crosstask import tracing
 from crosstask import vocabularies
 from crosstask.results import bootstrap
 from crosstask.runtime.config import saved_run
 from crosstask.runtime.data import pipeline
-from crosstask import tracing
 
 FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
 

@@ -23,8 +23,7 @@ def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m crosstask.tasks", description=__doc__)
   parser.add_argument("--list", nargs="*", metavar="FILTER", default=None,
                       help="list tasks and mixtures whose names match any FILTER")
-  parser.add_argument("--verbose", action="store_true",
-                      help="keep TensorFlow's start-up lines and library warnings")
+  startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
   if args.list is None:
     parser.print_help()

@@ -153,8 +153,7 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--module", action="append", default=None,
                  help="module to import to register tasks (repeatable; default "
                  f"{', '.join(DEFAULT_MODULES)} when a --task is not registered yet)")
-  p.add_argument("--verbose", action="store_true",
-                 help="keep TensorFlow's start-up lines and library warnings")
+  startup.add_verbose_flag(p)
   return p
 
 

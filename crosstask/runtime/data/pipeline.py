@@ -13,8 +13,8 @@ import gin
 import jax
 import numpy as np
 
-from crosstask.runtime.sharding import partitioning
 from crosstask import tracing
+from crosstask.runtime.sharding import partitioning
 
 
 @gin.configurable(module='utils')

@@ -13,6 +13,7 @@ from typing import Any, Mapping, NamedTuple
 import gin
 import numpy as np
 
+from crosstask import tracing
 from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.data import host_inputs
@@ -22,7 +23,6 @@ from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
 from crosstask.runtime.report import console
 from crosstask.runtime.state import checkpoints
-from crosstask import tracing
 
 
 def _text(ex: dict, key: str, vocab) -> str:

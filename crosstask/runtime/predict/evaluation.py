@@ -12,10 +12,10 @@ import jax
 import numpy as np
 
 from crosstask import records
+from crosstask import tracing
 from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
-from crosstask import tracing
 
 
 def _scalar(v: Any) -> float | None:
