@@ -18,7 +18,8 @@
 #   6. settings measured already and kept for their CPU twins' checks: cuDNN's ragged
 #      layout (18% slower), no layer scan (its compile takes minutes)
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
-# the time-to-quality pair (about 5 minutes); `--infer` the eval-only job alone,
+# the time-to-quality pair (about 5 minutes; later arguments go to time_to_quality.py,
+# e.g. `--ttq --residual_dtype=float32`); `--infer` the eval-only job alone,
 # crosstask's and HF's eager and compiled (about 6 minutes); `--quick`,
 # `--quick-profiles`, `--quick-ttq`, `--quick-infer` are CPU smoke runs. The data root
 # does not travel to the device machine: the eval-only job and time to quality read
@@ -76,7 +77,7 @@ if [[ "$MODE" == "--ttq" || "$MODE" == "--quick-ttq" ]]; then
     TTQ=(--device=cuda --scan)
   fi
   "$PY" benchmarks/time_to_quality.py "${TTQ[@]}" --data="${CROSSTASK_DATA_DIR:-.gpu_data}" \
-    --out="$OUT" | tee -a "$OUT/log.txt"
+    --out="$OUT" "${@:2}" | tee -a "$OUT/log.txt"
   exit 0
 fi
 

@@ -137,6 +137,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
   p.add_argument("--warmup", type=int, default=None, help="warm-up steps (10%% of --steps)")
   p.add_argument("--weight_decay", type=float, default=0.01)
   p.add_argument("--remat", default="auto", help="crosstask's remat policy (auto: the profile's)")
+  p.add_argument("--residual_dtype", choices=("float32",), default=None,
+                 help="crosstask's residual stream in float32, as HF's under bf16 autocast "
+                      "(default: the compute dtype, as T5X)")
   p.add_argument("--scan", action="store_true",
                  help="crosstask's layer stacks as one nn.scan each (compiles one layer)")
   p.add_argument("--seed", type=int, default=0)
@@ -228,7 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
          "inputs_length": stream["train_inputs"].shape[1],
          "targets_length": stream["train_targets"].shape[1],
          "crosstask_config": {**({} if args.remat == "auto" else {"remat_policy": args.remat}),
-                              **({"scan_layers": True} if args.scan else {})},
+                              **({"scan_layers": True} if args.scan else {}),
+                              **({"residual_dtype": args.residual_dtype}
+                                 if args.residual_dtype else {})},
          "optimizer": {"name": "AdamW", "lr": args.lr, "warmup_steps": args.warmup,
                        "b1": 0.9, "b2": 0.999, "eps": 1e-8, "weight_decay": args.weight_decay}}
   with tempfile.TemporaryDirectory(prefix="ttq_") as tmp:

@@ -95,7 +95,8 @@ class CrosstaskSide:
   def describe(self) -> dict:
     return {"device": self.device, "attention": self.config.attention,
             "remat": self.config.remat_policy, "scan_layers": self.config.scan_layers,
-            "dtype": self.config.dtype}
+            "dtype": self.config.dtype,
+            "residual_dtype": str(self.config.residual_stream_dtype)}
 
   def step(self, batch: dict[str, np.ndarray]) -> None:
     self.state, metrics = self.trainer.train_step(self.state, batch, self.rng)

@@ -46,6 +46,11 @@ class TransformerConfig:
   per-iteration copies, a longer compile. Training only: decoding runs unrolled.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
+  `residual_dtype` is the residual stream's dtype, the sum every layer adds into (None:
+  `dtype`, as T5X). "float32" keeps it as HF's T5 does under bfloat16 autocast: the
+  embedding is looked up in float32 and each sublayer's `dtype` output is added to a
+  float32 sum, so the rounding of a bfloat16 sum does not build up over the layers;
+  norms, matmuls and attention still compute in `dtype`.
   """
   vocab_size: int = 32128
   d_model: int = 512
@@ -66,6 +71,7 @@ class TransformerConfig:
   decoder_start_id: int = 0
   dtype: str = "bfloat16"
   param_dtype: str = "float32"
+  residual_dtype: str | None = None
   remat_policy: str = "auto"
   attention: str = "auto"
   scan_layers: bool = False
@@ -120,8 +126,9 @@ class TransformerConfig:
                                        or self.scan_unroll < 1):
       raise ValueError(f"TransformerConfig.scan_unroll must be a positive int or 'auto', "
                        f"got {self.scan_unroll!r}")
-    for name in ("dtype", "param_dtype"):
-      if getattr(self, name) not in _DTYPES:
+    for name in ("dtype", "param_dtype", "residual_dtype"):
+      if getattr(self, name) not in _DTYPES and (name != "residual_dtype" or self.residual_dtype
+                                                 is not None):
         raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
 
   @property
@@ -132,6 +139,10 @@ class TransformerConfig:
   @property
   def compute_dtype(self) -> jnp.dtype:
     return jnp.dtype(self.dtype)
+
+  @property
+  def residual_stream_dtype(self) -> jnp.dtype:
+    return jnp.dtype(self.residual_dtype or self.dtype)
 
   @property
   def params_dtype(self) -> jnp.dtype:

@@ -74,7 +74,8 @@ class Embed(nn.Module):
                             cfg.params_dtype)
 
   def __call__(self, ids: jax.Array) -> jax.Array:
-    return jnp.take(self.embedding, ids, axis=0).astype(self.config.compute_dtype)
+    """The ids' rows in the residual stream's dtype (the embedded tokens start it)."""
+    return jnp.take(self.embedding, ids, axis=0).astype(self.config.residual_stream_dtype)
 
   def attend(self, x: jax.Array) -> jax.Array:
     """Logits against the embedding matrix (tied output layer)."""

@@ -226,7 +226,8 @@ class EncoderDecoderModel:
     dec_in = batch["decoder_input_tokens"]
     max_len = dec_in.shape[1]
     module, params = self._decoding_network(params)
-    params = params_for_decoding(params, module.config.compute_dtype)
+    params = params_for_decoding(params, module.config.compute_dtype,
+                                 module.config.residual_stream_dtype)
     # Encoder keys/values stay out of the loop state at batch B: the loop neither
     # repeats them per beam nor reorders them every step (see layers.MultiHeadAttention).
     static_cache, cache = _split_cross_cache(init_cache)
@@ -263,18 +264,22 @@ _READ_IN_COMPUTE_DTYPE = frozenset({"query", "key", "value", "out", "wi", "wo", 
                                     "logits_dense"})
 
 
-def params_for_decoding(params, compute_dtype) -> Any:
+def params_for_decoding(params, compute_dtype, residual_dtype=None) -> Any:
   """`params` with every leaf the network casts to `compute_dtype` cast once, here.
 
   Why: inside the decoding loop XLA converts the float32 weights again at every step
   (it does not hoist the converts out of the while loop), so each step read the
   weights twice over in float32. Cast once before the loop, a step reads them once in
   the compute dtype; the network's own cast is then a no-op, so decodes are the same
-  token for token.
+  token for token. A residual stream in another dtype than `compute_dtype` (config
+  `residual_dtype`) looks the embedding up in its own dtype: the embedding stays as it is.
   """
+  keep_embedding = residual_dtype is not None and jnp.dtype(residual_dtype) != compute_dtype
+
   def cast(path, leaf):
     name = str(getattr(path[-1], "key", path[-1]))
-    wanted = name in _READ_IN_COMPUTE_DTYPE or name.startswith("wi_")
+    wanted = ((name in _READ_IN_COMPUTE_DTYPE or name.startswith("wi_"))
+              and not (keep_embedding and name == "embedding"))
     if wanted and jnp.issubdtype(leaf.dtype, jnp.floating) and leaf.dtype != compute_dtype:
       return leaf.astype(compute_dtype)
     return leaf

@@ -150,6 +150,7 @@ def test_pipeline_trains_both_sides_alike_on_the_cpu(tmp_path):
       [sys.executable, str(harness.ROOT / "benchmarks" / "time_to_quality.py"), "--device=cpu",
        "--model=tiny", "--dtype=float32", f"--steps={steps}", "--batch=8", "--lengths=64/16",
        "--eval_every=6", f"--warmup={warmup}", "--val_batches=2", "--threads=1",
+       "--residual_dtype=float32",  # a no-op in float32; passed through and recorded
        f"--out={tmp_path}"],
       capture_output=True, text=True, cwd=str(harness.ROOT), timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -157,6 +158,8 @@ def test_pipeline_trains_both_sides_alike_on_the_cpu(tmp_path):
   assert (tmp_path / "time_to_quality.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
   assert result["device"] == "cpu" and "CPU guard" in result["note"]
   assert result["settings"]["optimizer"]["warmup_steps"] == warmup
+  assert result["settings"]["crosstask_config"]["residual_dtype"] == "float32"
+  assert result["curves"]["crosstask"]["residual_dtype"] == "float32"
   assert result["corpus"]["texts"] > 0 and result["machine"]["cpu_model"]
   curves = {name: result["curves"][name]["points"] for name in ("crosstask", "hf")}
   for name, points in curves.items():

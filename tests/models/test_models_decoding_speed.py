@@ -69,7 +69,7 @@ def test_weights_cast_once_decode_the_same_tokens(monkeypatch, decode_fn, num_de
   extra = {"temperature": 0.0} if num_decodes == 1 else {}
   fast = np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
                                         num_decodes=num_decodes))
-  monkeypatch.setattr(model_lib, "params_for_decoding", lambda p, dtype: p)
+  monkeypatch.setattr(model_lib, "params_for_decoding", lambda p, *_: p)
   plain = np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
                                          num_decodes=num_decodes))
   np.testing.assert_array_equal(fast, plain)
