@@ -126,10 +126,12 @@ class TransformerConfig:
                                        or self.scan_unroll < 1):
       raise ValueError(f"TransformerConfig.scan_unroll must be a positive int or 'auto', "
                        f"got {self.scan_unroll!r}")
-    for name in ("dtype", "param_dtype", "residual_dtype"):
-      if getattr(self, name) not in _DTYPES and (name != "residual_dtype" or self.residual_dtype
-                                                 is not None):
+    for name in ("dtype", "param_dtype"):
+      if getattr(self, name) not in _DTYPES:
         raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
+    if self.residual_dtype is not None and self.residual_dtype not in _DTYPES:
+      raise ValueError(f"TransformerConfig.residual_dtype must be None or one of {_DTYPES}, "
+                       f"got {self.residual_dtype!r}")
 
   @property
   def layers_per_scan_iteration(self) -> int:
