@@ -10,7 +10,11 @@
 #      products read the cache at a half to two thirds of the HBM rate) and with cuBLAS
 #      instead of XLA's Triton GEMMs (`no_triton_gemm`: at batch 32 the decoder's
 #      matmuls ran at a third of the HBM rate)
-#   3. the eval-only job (infer) and HF's loop over the same examples
+#   3. the eval-only job (infer) and HF's loop over the same examples; cuDNN's ragged
+#      layout with conditionals as CUDA graph nodes (`graph_while`: its per-layer
+#      `lax.cond` otherwise reads its predicate back to the host, a stall each layer;
+#      the layout keeps the bias [1, h, q, k], no 44 ms [b, h, q, k] bias and gradient)
+#      and the default attention under the same flags
 #   4. one layer an iteration, the remat that saves the norms too (batch 48); greedy at
 #      batch 128 and beam 4; optax AdamW; T5 1.1 base and large
 #   5. HF's compiled and checkpointed settings (each may take its whole time limit)
@@ -114,6 +118,8 @@ ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" check "train:$M:$ATT:dots_attention:$BIG:scan:$UNROLL_MORE"
   "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:no_triton_gemm"
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
+  "train:$M:$SEG:dots_attention:$BIG:scan:unroll2:graph_while"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:graph_while"
   "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
   "decode:$M:1:$WIDE:scan" "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL"
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"

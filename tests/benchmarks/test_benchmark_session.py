@@ -80,7 +80,7 @@ def _check_the_session(session, rows):
   test_benchmark_profile.check_categories_agree_with_the_name_stack(again)
   assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
-  assert len(rows) == 21 and not failed and rows["check"]["ok"], failed
+  assert len(rows) == 23 and not failed and rows["check"]["ok"], failed
   assert {r["kind"] for r in rows.values()} == {
       "check", "train", "hf-train", "decode", "hf-decode", "infer", "hf-infer"}
   assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in rows.values())
@@ -137,6 +137,13 @@ def _check_the_rows_measure_what_they_name(rows):
   fused = rows["train:tiny:dot_product:dots_attention:8:scan"]
   assert fused["settings"]["attention"] == "dot_product"
   assert fused["loss"] == pytest.approx(train["loss"], rel=2e-2)
+  # The loop and its conditionals as CUDA graph nodes: XLA flags only, the same step.
+  for name, twin in (("train:tiny:dot_product:dots_attention:8:scan:unroll2:graph_while", fused),
+                     ("train:tiny:xla:dots_attention:8:scan:unroll2:graph_while", two)):
+    graphed = rows[name]
+    assert graphed["settings"]["flags"] == "graph_while", name
+    assert "+CONDITIONAL" in gpu_spec.parse(name).xla_flags, name
+    assert graphed["loss"] == pytest.approx(twin["loss"], rel=1e-4), name
   # Beside every decode row, the bytes a step reads (no bandwidth known for a CPU);
   # HF expands the encoder output per beam, crosstask shares it.
   for beams in (1, 4):
