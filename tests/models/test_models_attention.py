@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from jax.experimental.pallas import tpu as pltpu
 
+import numpy_params
 from crosstask.models import attention
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
@@ -49,9 +50,7 @@ def _packed_batch():
 @functools.cache
 def _params():
   enc, tgt, dec, _, _ = _packed_batch()
-  # Under jit: one compile instead of one per operation of an eager init.
-  return jax.jit(lambda rng: nn.meta.unbox(Transformer(CFG).init(rng, enc, dec)["params"]))(
-      jax.random.PRNGKey(0))
+  return numpy_params.random_params(Transformer(CFG), enc, dec)  # no init to compile
 
 
 @functools.cache

@@ -5,12 +5,12 @@ import dataclasses
 import functools
 import types
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import numpy_params
 from crosstask.models import decoding
 from crosstask.models import layer_stacking
 from crosstask.models import model as model_lib
@@ -35,15 +35,13 @@ def _batch(b=3, enc_len=10, dec_len=7):
 
 @functools.cache
 def _params(cfg):
-  """Initialised once per module, under jit (an eager init compiles every operation)."""
+  """Drawn once per module with numpy (a jitted init compiles for seconds)."""
   b = _batch()
-
-  @jax.jit
-  def init(rng):
-    variables = Transformer(cfg).init(rng, b["encoder_input_tokens"], b["decoder_input_tokens"])
-    # Weights well away from bf16's grid, so a cast in the wrong place would show.
-    return jax.tree.map(lambda x: x * 1.37, nn.meta.unbox(variables["params"]))
-  return init(jax.random.PRNGKey(0))
+  params = numpy_params.random_params(Transformer(cfg), b["encoder_input_tokens"],
+                                      b["decoder_input_tokens"])
+  # Weights well away from bf16's grid (the norm scales too), so a cast in the wrong place
+  # would show.
+  return jax.tree.map(lambda x: jax.device_put((np.asarray(x) * 1.37).astype(x.dtype)), params)
 
 
 def test_only_the_weights_read_in_the_compute_dtype_are_cast():

@@ -9,6 +9,7 @@ import numpy as np
 import optax
 import pytest
 
+import numpy_params
 from crosstask.models import decoding
 from crosstask.models import losses
 from crosstask.models.config import TransformerConfig
@@ -40,10 +41,9 @@ def _batch(seed=0, b=3, enc_len=10, dec_len=6):
 
 @pytest.fixture(scope="module")
 def params():
-  # Under jit: one compile instead of one per operation of an eager init.
-  return jax.jit(lambda rng: _model().get_initial_variables(rng, {
-      "encoder_input_tokens": (1, 10), "decoder_input_tokens": (1, 6)})["params"])(
-          jax.random.PRNGKey(0))
+  # Drawn with numpy: a jitted init compiles for seconds, an eager one every operation.
+  return numpy_params.random_params(Transformer(CFG), np.ones((1, 10), np.int32),
+                                    np.ones((1, 6), np.int32))
 
 
 def _manual(params, batch, ls=0.0, z=0.0):

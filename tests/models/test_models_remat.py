@@ -6,13 +6,13 @@ import dataclasses
 import functools
 import io
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.ad_checkpoint import checkpoint_name
 
+import numpy_params
 from crosstask.models import layer_stacking
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
@@ -32,9 +32,9 @@ def _loss_and_grads(policy, scan_layers=False):
   rng = np.random.default_rng(0)
   enc = jnp.asarray(rng.integers(2, 64, (2, 8)), jnp.int32)
   dec = jnp.asarray(rng.integers(2, 64, (2, 6)), jnp.int32)
-  params = Transformer(CFG).init(jax.random.PRNGKey(0), enc, dec)["params"]
+  params = numpy_params.random_params(Transformer(CFG), enc, dec)
   if scan_layers:
-    params = layer_stacking.stack_layers(nn.meta.unbox(params))
+    params = layer_stacking.stack_layers(params)
 
   def loss(p):  # dropout on: remat must replay the same masks
     logits = model.apply({"params": p}, enc, dec, dec, enable_dropout=True,

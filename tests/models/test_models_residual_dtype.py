@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import numpy_params
 from crosstask.models import model as model_lib
 from crosstask.models.config import TransformerConfig
 from crosstask.models.network import DecoderLayer
@@ -32,8 +33,7 @@ TOKENS = jnp.asarray(np.random.default_rng(0).integers(2, 64, (4, 32)), jnp.int3
 
 @functools.cache
 def _params():
-  return nn.meta.unbox(jax.jit(
-      lambda k: Transformer(CFG).init(k, TOKENS, TOKENS[:, :4])["params"])(jax.random.key(0)))
+  return numpy_params.random_params(Transformer(CFG), TOKENS, TOKENS[:, :4])
 
 
 def _encoded(cfg: TransformerConfig) -> np.ndarray:
@@ -61,7 +61,7 @@ def test_a_float32_residual_lands_nearer_the_float32_network():
 
   def error(cfg):
     return np.linalg.norm(_encoded(cfg) - reference) / np.linalg.norm(reference)
-  # Measured: 1.29-1.35x smaller for seeds 0-3 (the bfloat16 norm outputs and matmuls are
+  # Measured: 1.28-1.33x smaller for weight seeds 0-5 (the bfloat16 norm outputs and matmuls are
   # rounded either way).
   assert error(BF16) > 1.15 * error(BF16_F32_RESIDUAL)
 

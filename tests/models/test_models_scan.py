@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import numpy_params
 from crosstask.models import decoding
 from crosstask.models import hf_import
 from crosstask.models import layer_stacking
@@ -40,9 +41,8 @@ def _batch(seed=0, b=3, enc_len=10, dec_len=7):
 @functools.cache
 def _params():
   b = _batch()
-  variables = jax.jit(Transformer(CFG).init)(jax.random.PRNGKey(0), b["encoder_input_tokens"],
-                                             b["decoder_input_tokens"])
-  return nn.meta.unbox(variables["params"])
+  return numpy_params.random_params(Transformer(CFG), b["encoder_input_tokens"],
+                                    b["decoder_input_tokens"])
 
 
 def _loss_logits_grads(cfg, params):

@@ -10,6 +10,7 @@ import pytest
 import seqio
 from jax.sharding import PartitionSpec as P
 
+import numpy_params
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
@@ -170,7 +171,8 @@ def test_a_state_built_outside_the_trainer_from_explicit_axes_restores_into_it(t
                         lengths={'inputs': 16, 'targets': 16})
   tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes,
                                           grad_clip_norm=1.0)
-  params = nn.unbox(model.get_initial_variables(jax.random.key(0), run.input_shapes)['params'])
+  params = numpy_params.random_params(model.module, *(np.ones(run.input_shapes[k], np.int32) for k in (
+      'encoder_input_tokens', 'decoder_input_tokens')))
   outside = {'step': jnp.zeros((), jnp.int32), 'params': params, 'opt_state': tx.init(params)}
   # The attention kernels [128 embed, 4 heads, 32 kv] are factored by T5X's rules (embed
   # rows, heads x kv = 128 columns); optax's two-largest-dimensions rule leaves them whole.

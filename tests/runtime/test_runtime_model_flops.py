@@ -9,7 +9,7 @@ import math
 import flax.linen as nn
 import jax
 import jax.extend as jex
-import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from crosstask.models.config import TransformerConfig
@@ -44,13 +44,14 @@ def _config(remat: str, scan: bool) -> TransformerConfig:
 
 def _traced_train_step_flops(cfg: TransformerConfig) -> int:
   model = EncoderDecoderModel(Transformer(cfg), None, None)
-  params = nn.unbox(model.get_initial_variables(
+  # Shapes only: the gradient is traced, never run.
+  params = jax.eval_shape(lambda: nn.unbox(model.get_initial_variables(
       jax.random.key(0), {'encoder_input_tokens': (B, S), 'decoder_input_tokens': (B, T)}
-  )['params'])
-  batch = {'encoder_input_tokens': jnp.ones((B, S), jnp.int32),
-           'decoder_input_tokens': jnp.ones((B, T), jnp.int32),
-           'decoder_target_tokens': jnp.ones((B, T), jnp.int32),
-           'decoder_loss_weights': jnp.ones((B, T), jnp.float32)}
+  )['params']))
+  batch = {'encoder_input_tokens': np.ones((B, S), np.int32),
+           'decoder_input_tokens': np.ones((B, T), np.int32),
+           'decoder_target_tokens': np.ones((B, T), np.int32),
+           'decoder_loss_weights': np.ones((B, T), np.float32)}
   grad = jax.grad(lambda p: model.loss_fn(p, batch, None)[0])
   return _matmul_flops(jax.make_jaxpr(grad)(params).jaxpr)
 
