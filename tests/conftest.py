@@ -60,11 +60,12 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
   """Runs the tests marked slow first, in their collected order, then the rest.
 
-  xdist hands tests out in collection order, one at a time (`--maxschedchunk=1` in
-  pyproject.toml): a 3-minute end-to-end test drawn near the end kept one worker busy
-  while the other had finished (the full suite's tail). Started first, the slow tests
-  spread over both workers and the many short tests fill in behind them. Both workers
-  sort alike, as xdist requires."""
+  xdist's work stealing (`--dist worksteal` in pyproject.toml) gives each worker a
+  contiguous half of this order and lets an idle worker take the other's last pending
+  tests: a 3-minute end-to-end test left near the end would keep one worker busy while
+  the other had finished (the full suite's tail). Started first, the slow tests run
+  while the many short tests wait to fill in behind them. Both workers sort alike, as
+  xdist requires."""
   del session, config
   items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
