@@ -4,21 +4,26 @@ Python's GC kept off the libraries, and the official-data fixture."""
 
 import gc
 import os
+import subprocess
 import tempfile
 
 import xla_test_flags
 
 
 def _pin_xdist_worker() -> None:
-  """Runs xdist worker i on core i alone, where there are as many workers as cores.
+  """Runs xdist worker i on core i alone, where there are as many workers as cores, and
+  gives the processes its tests start every core back.
 
   XLA, TensorFlow and torch size their thread pools from the cores a process may use,
   so unpinned each worker starts a pool per core and the two workers' threads contend.
-  That pays in the fast set, whose tests compute in-process (cold, 2 cores: 2:55
-  unpinned, 2:46 pinned), and costs in the full suite, whose end-to-end tests start
-  subprocesses that would inherit one core (15:49 unpinned, 17:12 pinned): so only a
-  run that deselects the slow tests (`make test-fast`) is pinned. Called from
-  `pytest_configure`, before any test module imports JAX, TensorFlow or torch.
+  A child inherits its parent's one core, though, and the end-to-end tests'
+  subprocesses (the entry points, the GPU session script) are the suite's longest
+  computations: pinned with their worker they took the full suite from 15:49 to 17:12.
+  So each child is widened to every core as soon as it exists (`_children_on`): cold,
+  2 cores, the full suite went from 13:41 (only the fast set pinned) to 13:17, its
+  in-process tests from 392 to 362 test-seconds and the LOT end-to-end test from 122 to
+  72 s. Called from `pytest_configure`, before any test module imports JAX, TensorFlow
+  or torch.
   """
   worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
   if not worker or not count or not hasattr(os, "sched_setaffinity"):
@@ -26,6 +31,24 @@ def _pin_xdist_worker() -> None:
   cores = sorted(os.sched_getaffinity(0))
   if int(count) >= len(cores) > 1:
     os.sched_setaffinity(0, {cores[int(worker.removeprefix("gw")) % len(cores)]})
+    _children_on(set(cores))
+
+
+def _children_on(cores: set[int]) -> None:
+  """Every process this one starts (`subprocess` underlies them all) runs on `cores`.
+
+  Set from here once `Popen` returns: the child has just exec'd and is still starting
+  Python, with one thread; the threads and processes it starts later inherit the mask,
+  so its thread pools are sized from every core."""
+  start = subprocess.Popen.__init__
+
+  def start_on_cores(self, *args, **kwargs):
+    start(self, *args, **kwargs)
+    try:
+      os.sched_setaffinity(self.pid, cores)
+    except ProcessLookupError:  # it has already exited
+      pass
+  subprocess.Popen.__init__ = start_on_cores
 
 
 # Must be set before JAX initialises its backend, so here, before any test imports jax.
@@ -53,8 +76,7 @@ from crosstask import paths
 
 def pytest_configure(config):
   compile_report.register(config)  # CROSSTASK_COMPILE_REPORT=FILE: compile time per test
-  if "not slow" in (config.option.markexpr or ""):
-    _pin_xdist_worker()
+  _pin_xdist_worker()
 
 
 def pytest_collection_modifyitems(session, config, items):
