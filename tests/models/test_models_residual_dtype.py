@@ -6,7 +6,6 @@ import dataclasses
 import functools
 import types
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
