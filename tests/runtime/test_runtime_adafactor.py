@@ -171,8 +171,10 @@ def test_a_state_built_outside_the_trainer_from_explicit_axes_restores_into_it(t
                         lengths={'inputs': 16, 'targets': 16})
   tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes,
                                           grad_clip_norm=1.0)
-  params = numpy_params.random_params(model.module, *(np.ones(run.input_shapes[k], np.int32) for k in (
-      'encoder_input_tokens', 'decoder_input_tokens')))
+  shapes = run.input_shapes
+  params = numpy_params.random_params(model.module,
+                                      np.ones(shapes['encoder_input_tokens'], np.int32),
+                                      np.ones(shapes['decoder_input_tokens'], np.int32))
   outside = {'step': jnp.zeros((), jnp.int32), 'params': params, 'opt_state': tx.init(params)}
   # The attention kernels [128 embed, 4 heads, 32 kv] are factored by T5X's rules (embed
   # rows, heads x kv = 128 columns); optax's two-largest-dimensions rule leaves them whole.
