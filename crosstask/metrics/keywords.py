@@ -3,22 +3,23 @@
 from typing import Sequence, Union
 
 from crosstask.metrics import _checks
+from crosstask.metrics import csl_official
 
 Keywords = Union[str, Sequence[str]]
 SEPARATOR = "_"
 
 
 def normalize_keyword(keyword: str) -> str:
-  """Lower-case and drop all whitespace, as the CSL evaluation effectively does.
-
-  CSL's run_text2text_csl.py compares BERT-tokenized (lower-cased) strings
-  after joining tokens without spaces, so case and spacing never count.
-  """
-  return "".join(keyword.lower().split())
+  """A keyword as CSL's run_text2text_csl.py compares it: its BERT tokens (uncased)
+  joined without spaces, so case, accents, spacing and control characters never count
+  (`café` is `cafe`)."""
+  return csl_official.joined(keyword)
 
 
-def keyword_list(value: Keywords, field: str = "keywords", index: int = 0) -> list[str]:
-  """Normalised keywords, in order, from a list or a `_`-joined string; empties dropped."""
+def keyword_list(value: Keywords, field: str = "keywords", index: int = 0,
+                 keep_empty: bool = False) -> list[str]:
+  """Normalised keywords, in order, from a list or a `_`-joined string; the empty ones
+  (`a__b`, a leading or trailing `_`) dropped unless `keep_empty`."""
   if isinstance(value, str):
     items = value.split(SEPARATOR)
   elif isinstance(value, Sequence):
@@ -30,15 +31,16 @@ def keyword_list(value: Keywords, field: str = "keywords", index: int = 0) -> li
   for position, item in enumerate(items):
     _checks.check_text(item, "keywords", f"{field}[{index}]", position)
     keyword = normalize_keyword(item)
-    if keyword:
+    if keyword or keep_empty:
       out.append(keyword)
   return out
 
 
-def _pairs(targets, predictions, metric):
+def _pairs(targets, predictions, metric, keep_empty=False):
   _checks.check_pairs(targets, predictions, metric)
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
-    yield keyword_list(target, "targets", i), keyword_list(prediction, "predictions", i)
+    yield (keyword_list(target, "targets", i, keep_empty),
+           keyword_list(prediction, "predictions", i, keep_empty))
 
 
 def keyword_f1(targets: Sequence[Keywords],
@@ -94,10 +96,18 @@ def bpref(targets: Sequence[Keywords],
   Note it differs from the textbook Bpref of Buckley & Voorhees (2004),
   1/R * sum_r (1 - |n above r| / R): CSL normalises n by the number of
   predictions and averages over the relevant predictions found, not over R.
-  Keywords are compared after `normalize_keyword`.
+  Keywords are compared after `normalize_keyword`, and, as there, the empty strings
+  that splitting on `_` leaves (`a__b`, `_a`, `a_`) are keywords too: non-relevant
+  ones that count in n and |ranked| (`_a` against gold `a` scores 50, not 100). An
+  empty prediction scores 0 either way.
+
+  One difference cannot be reproduced from text: the official script never cuts its
+  generated tokens at `[SEP]` for Bpref (it does for accuracy), so there `[SEP]` and
+  whatever follows are glued to the last predicted keyword, which then never matches;
+  crosstask scores the prediction up to EOS (the last keyword counts).
   """
   total, n = 0.0, 0
-  for gold, pred in _pairs(targets, predictions, "bpref"):
+  for gold, pred in _pairs(targets, predictions, "bpref", keep_empty=True):
     total += bpref_single(gold, pred)
     n += 1
   return {"bpref": 100.0 * total / n}

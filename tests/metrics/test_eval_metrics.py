@@ -229,6 +229,35 @@ def _official_bpref(pred, gold):
   return score / p if p != 0 else score
 
 
+def _official_keywords(text):
+  """What run_text2text_csl.py makes of a keyword string: BERT's uncased tokens (HF
+  `tokenizers`' normalizer and pre-tokenizer) joined without spaces, split on `_`."""
+  from tokenizers.normalizers import BertNormalizer  # pylint: disable=g-import-not-at-top
+  from tokenizers.pre_tokenizers import BertPreTokenizer  # pylint: disable=g-import-not-at-top
+  normalized = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
+                              lowercase=True).normalize_str(text)
+  return "".join(t for t, _ in BertPreTokenizer().pre_tokenize_str(normalized)).split("_")
+
+
+@pytest.mark.parametrize("prediction", [
+    "深度学习_神经网络", "深度学习__神经网络", "_深度学习_神经网络", "深度学习_神经网络_",
+    "图像_深度学习__神经网络", "深度学习 _ 神经 网络", "", "_", "__", "CNN_深度学习",
+    "cafe\u0301_x", "Café_x", "神经\u200b网络_深度学习", "深度学习_深度学习_图像",
+    "神经网络\t_\u3000深度学习"])
+def test_bpref_equals_the_official_scorer_on_untidy_predictions(prediction):
+  # Empty keywords between, before or after separators are non-relevant predictions
+  # there, and accents, case and spacing never count.
+  gold = "深度学习_神经网络_cnn_café"
+  want = _official_bpref(_official_keywords(prediction), _official_keywords(gold))
+  assert ev.bpref([gold], [prediction])["bpref"] == pytest.approx(100 * want, abs=1e-9)
+
+
+def test_keyword_f1_ignores_empty_keywords_bpref_counts_them():
+  assert ev.keyword_f1(["a_b"], ["a__b_"])["keyword_f1"] == 100.0
+  assert ev.bpref(["a_b"], ["_a"])["bpref"] == pytest.approx(50.0)
+  assert ev.bpref(["a_b"], ["a__b"])["bpref"] == pytest.approx(100 * (1 + 2 / 3) / 2)
+
+
 def test_csl_kg_substring_baseline_matches_official_bpref(official_data):
   rows = _read_tsv(official_data / "csl/benchmark/kg/dev.tsv")[:400]
   gold = [r[2] for r in rows]
