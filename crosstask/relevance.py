@@ -37,7 +37,11 @@ def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file
   papers = {p['doc_id']: p for p in readers.read_meta(meta_file)}
   reviewers = readers.read_reviewer_metadata(reviewers_file)
   all_qrels = {path: readers.read_qrels(path) for path in qrels_files}
-  needed = sorted({(q, p) for qrels in all_qrels.values() for q, judged in qrels.items()
+  # One ranking, of the reviewers the hard split judges (else the first file's), scored
+  # against every split's judgements, as the official ReviewerMatchingEvaluator does.
+  ranked = next((q for path, q in all_qrels.items() if 'hard' in os.path.basename(path)),
+                all_qrels[qrels_files[0]])
+  needed = sorted({(q, p) for q, judged in ranked.items()
                    for r in judged for p in reviewers.get(r, ()) if q in papers and p in papers})
   if not needed:
     raise ValueError(f'{meta_file}: no (query paper, reviewer paper) pair has text')
@@ -47,11 +51,11 @@ def _rank_reviewers(ttask, model, restore_checkpoint_cfg, partitioner, meta_file
   paper_scores: dict[str, dict[str, float]] = {}
   for (q, p), y, n in zip(needed, relevance['yes'], relevance['no']):
     paper_scores.setdefault(q, {})[p] = float(y - n)
+  run = ranking.reviewer_scores_run(paper_scores, ranked, reviewers)
   metrics = {}
   for path, qrels in all_qrels.items():
     name = os.path.basename(path)
     prefix = 'hard_' if 'hard' in name else 'soft_' if 'soft' in name else ''
-    run = ranking.reviewer_scores_run(paper_scores, qrels, reviewers)
     metrics.update({prefix + k: v for k, v in
                     ranking.ir_metrics(qrels, run, ttask.spec.metrics).items()})
   results = {ttask.spec.name: metrics,

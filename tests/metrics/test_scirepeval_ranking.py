@@ -75,14 +75,17 @@ def test_scores_run_from_text_to_text_scores():
   assert run == {"q": {"1": -0.5, "2": 0.25}}
 
 
-def test_query_whose_candidates_lack_embeddings_counts_zero_but_missing_query_drops():
+def test_query_whose_candidates_all_lack_embeddings_stops_but_missing_query_drops():
+  # The official IREvaluator.retrieval: a query without an embedding is skipped, and one
+  # with an embedding but no embedded candidate fails in euclidean_distances (no number).
   emb = _embeddings()
-  qrels = {"q1": {"a": 1, "b": 0}, "q2": {"zz": 1}, "nq": {"a": 1}}
-  run = ranking.embedding_run(emb, qrels)
-  assert run["q2"] == {} and "nq" not in run  # As the official retrieval builds it.
-  got = ranking.ir_metrics(qrels, run, ["map"])
-  perfect = ranking.ir_metrics({"q1": qrels["q1"]}, {"q1": run["q1"]}, ["map"])["map"]
-  assert got["map"] == round(perfect / 2, 2)
+  run = ranking.embedding_run(emb, {"q1": {"a": 1, "b": 0}, "nq": {"a": 1}})
+  assert sorted(run) == ["q1"]
+  with pytest.raises(ValueError, match=r"query 'q2' has an embedding but none of its 2 "
+                                       r"judged candidates has one \(e.g. \['yy', 'zz'\]\)"):
+    ranking.embedding_run(emb, {"q1": {"a": 1, "b": 0}, "q2": {"zz": 1, "yy": 0}})
+  with pytest.raises(ValueError):  # what the official retrieval meets there
+    euclidean_distances(np.array([]), np.array([emb["q2"]]))
 
 
 def test_reviewer_scores_run_is_top3_mean_of_paper_scores():

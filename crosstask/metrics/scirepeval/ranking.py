@@ -3,7 +3,8 @@
 The run re-ranks only each query's judged candidates (`IREvaluator.retrieval`):
 score = minus the Euclidean distance between unnormalised embeddings. Queries or
 candidates without an embedding drop out of the run (they stay in the ideal
-DCG), which `missing` counts. trec_eval breaks score ties by doc id
+DCG), which `missing` counts; a query whose candidates all lack one stops the
+scoring, as it stops the official evaluator. trec_eval breaks score ties by doc id
 (descending), counts a judged query with no relevant document as 0, and drops
 a query absent from the run; never pre-sort or re-tie scores here.
 """
@@ -44,7 +45,12 @@ def ir_metrics(qrels: Qrels, run: Mapping[str, Mapping[str, float]],
 
 def embedding_run(embeddings: Mapping[str, np.ndarray], qrels: Qrels,
                   missing: Missing | None = None) -> Run:
-  """{query: {candidate: -euclidean distance}} over the judged candidates with embeddings."""
+  """{query: {candidate: -euclidean distance}} over the judged candidates with embeddings.
+
+  A query with an embedding but none among its judged candidates is an error: the
+  official `IREvaluator.retrieval` fails there (sklearn refuses an empty candidate
+  array) and the task gets no number; counted as 0, it would lower the average.
+  """
   run: Run = {}
   for qid, judged in qrels.items():
     if qid not in embeddings:
@@ -54,9 +60,10 @@ def embedding_run(embeddings: Mapping[str, np.ndarray], qrels: Qrels,
     cids = [cid for cid in judged if cid in embeddings]
     if missing is not None:
       missing.candidates += len(judged) - len(cids)
-    run[qid] = {}
     if not cids:
-      continue
+      raise ValueError(f"query {qid!r} has an embedding but none of its {len(judged)} judged "
+                       f"candidates has one (e.g. {sorted(judged)[:3]}): embed them, or drop "
+                       "the query's rows from the qrels")
     cands = np.array([embeddings[cid] for cid in cids])
     distances = euclidean_distances(cands, np.array([embeddings[qid]])).ravel()
     run[qid] = {cid: -float(d) for cid, d in zip(cids, distances)}

@@ -238,14 +238,17 @@ def read_triplets(path: PathLike) -> list[dict[str, dict[str, str]]]:
 
 
 def iter_papers_of_ir_rows(rows: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, dict]]:
-  """('query' | 'candidates', paper) for each distinct doc_id, queries first within a row."""
+  """('query' | 'candidates', paper) for each distinct doc_id: every row's query, then
+  every row's candidates, as the official `IRDataset.batches` embeds them, so a paper
+  that is one row's candidate and another's query is embedded as a query."""
   seen: set[str] = set()
-  for row in rows:
-    for role, item in [("query", row["query"])] + [("candidates", c) for c in row["candidates"]]:
-      if item["doc_id"] and item["doc_id"] in seen:
-        continue
-      seen.add(item["doc_id"])
-      yield role, item
+  items = [("query", row["query"]) for row in rows] + [
+      ("candidates", c) for row in rows for c in row["candidates"]]
+  for role, item in items:
+    if item["doc_id"] and item["doc_id"] in seen:
+      continue
+    seen.add(item["doc_id"])
+    yield role, item
 
 
 # ------------------------------------------------------------------ embeddings
@@ -361,8 +364,8 @@ def read_probe_split(path: PathLike) -> list[tuple[str, Any]]:
 def read_qrels(path: PathLike) -> dict[str, dict[str, int]]:
   """`{query_id, cand_id, score}` lines -> {query_id: {cand_id: score}}.
 
-  A repeated (query, candidate) pair keeps the LAST score: the official
-  `get_qc_pairs` assigns in a loop, so later rows overwrite earlier ones.
+  A repeated (query, candidate) pair keeps its FIRST score, as the official
+  `IREvaluator.get_qc_pairs` does (it sets a pair only if it is not there yet).
   """
   qrels: dict[str, dict[str, int]] = {}
   for where, record in objects(common.read_jsonl(path), ("query_id", "cand_id", "score")):
@@ -371,7 +374,8 @@ def read_qrels(path: PathLike) -> dict[str, dict[str, int]]:
         isinstance(score, float) and not score.is_integer()):
       raise located(where, f"field 'score': expected an integer grade, got {score!r}")
     qid = normalise_id(record["query_id"], where, "query_id")
-    qrels.setdefault(qid, {})[normalise_id(record["cand_id"], where, "cand_id")] = int(score)
+    qrels.setdefault(qid, {}).setdefault(normalise_id(record["cand_id"], where, "cand_id"),
+                                         int(score))
   if not qrels:
     raise located(str(path), "no qrels")
   return qrels

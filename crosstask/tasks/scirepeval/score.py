@@ -99,11 +99,13 @@ def score_ranking(spec: B.TaskSpec, embeddings: Mapping[str, np.ndarray],
     splits = [(f"{s}_", directory / f"test_{s}_qrel.jsonl") for s in ("hard", "soft")]
     if not all(p.is_file() for _, p in splits):
       splits = [("", directory / "test_qrel.jsonl")]
+    # One ranking, of the reviewers the hard split judges, scored against both splits'
+    # judgements, as the official ReviewerMatchingEvaluator.evaluate does.
+    qrels = {prefix: readers.read_qrels(path) for prefix, path in splits}
+    run = ranking.reviewer_run(embeddings, qrels[splits[0][0]], reviewers)
     out = {}
-    for prefix, path in splits:
-      qrels = readers.read_qrels(path)
-      run = ranking.reviewer_run(embeddings, qrels, reviewers)
-      out.update({prefix + k: v for k, v in ranking.ir_metrics(qrels, run, spec.metrics).items()})
+    for prefix, judged in qrels.items():
+      out.update({prefix + k: v for k, v in ranking.ir_metrics(judged, run, spec.metrics).items()})
     return out
   qrels = readers.read_qrels(readers.require_file(directory / "test_qrel.jsonl", "qrels"))
   missing = ranking.Missing()

@@ -43,6 +43,27 @@ def test_paper_reviewer_matching_hand_computed(capsys):
                                             "soft_P_10": 30.0, "soft_P_5": 40.0}
 
 
+def test_paper_reviewer_matching_ranks_the_hard_splits_reviewers_for_both_splits(
+    tmp_path, capsys):
+  # allenai/scirepeval reviewer_matching.py: one run, from the hard qrels, scored with
+  # each split's. Here the hard split judges only p0's ra, rb, rc, rd: ranked rb, rc, ra,
+  # rd; soft grades them 1, 1, 1, 0 -> P@5 3/5, P@10 3/10 (not 5/10: soft's re and rg
+  # are not ranked); p1 as above. Hard: 2/5 and 2/10 for p0.
+  prm = tmp_path / "paper_reviewer_matching"
+  prm.mkdir()
+  source = FIXTURES / "paper_reviewer_matching"
+  for name in ("reviewer_metadata.jsonl", "test_soft_qrel.jsonl"):
+    (prm / name).write_text((source / name).read_text())
+  hard = (source / "test_hard_qrel.jsonl").read_text().splitlines()
+  (prm / "test_hard_qrel.jsonl").write_text("\n".join(
+      l for l in hard if json.loads(l)["cand_id"] in ("ra", "rb", "rc", "rd")) + "\n")
+  code, out = _score(capsys, "--task", "Paper-Reviewer Matching", "--embeddings", EMB,
+                     "--data", str(tmp_path))
+  assert code == 0, out
+  assert out["Paper-Reviewer Matching"] == {"hard_P_10": 15.0, "hard_P_5": 30.0,
+                                            "soft_P_10": 20.0, "soft_P_5": 40.0}
+
+
 def _probe_data(tmp_path, n_train=150, n_test=60, regression=False):
   rng = np.random.RandomState(0)
   x = rng.normal(size=(n_train + n_test, 6))

@@ -27,11 +27,24 @@ def test_search_queries_and_candidates_each_embedded_once():
   rows = inputs.read_meta_any(FIXTURES / "meta_search.jsonl")
   items = inputs.embedding_inputs(rows, "adhoc_search",
                                   fields=("title", "abstract", "venue", "year"))
-  assert [i[0] for i in items] == ["s1", "101", "102", "s2", "103"]  # 101 only once.
+  # Every query, then every candidate (the official IRDataset.batches); 101 only once.
+  assert [i[0] for i in items] == ["s1", "s2", "101", "102", "103"]
   assert items[0][2] == "[QRY] Query: gecko adhesion"
-  assert items[1][2] == ("[PRX] Title: Gecko feet and dry adhesion; Abstract: We study setae.; "
+  assert items[1][2] == "[QRY] Query: sorting"
+  assert items[2][2] == ("[PRX] Title: Gecko feet and dry adhesion; Abstract: We study setae.; "
                          "Venue: Nature; Year: 2019")
   assert items[4][2] == "[PRX] Title: A survey of sorting; Year: 2001"
+
+
+def test_a_paper_that_is_a_candidate_and_a_later_query_is_embedded_as_the_query():
+  rows = [{"query": {"doc_id": "q1", "title": "first query"},
+           "candidates": [{"doc_id": "x", "title": "Paper X"}]},
+          {"query": {"doc_id": "x", "title": "Paper X"},
+           "candidates": [{"doc_id": "c2", "title": "Paper C"}]}]
+  items = inputs.embedding_inputs(rows, "proximity")
+  assert [(i[0], i[1]) for i in items] == [("q1", "[PRX]"), ("x", "[PRX]"), ("c2", "[PRX]")]
+  search = inputs.embedding_inputs(rows, "adhoc_search")
+  assert [(i[0], i[1]) for i in search] == [("q1", "[QRY]"), ("x", "[QRY]"), ("c2", "[PRX]")]
 
 
 def test_first_pooling_needs_a_one_token_code():

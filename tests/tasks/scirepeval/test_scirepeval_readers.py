@@ -51,11 +51,15 @@ def test_probe_split_csv_and_jsonl(tmp_path):
   assert readers.read_probe_split(tmp_path / "test.jsonl") == [("7", 0.25), ("8", 3)]
 
 
-def test_repeated_qrel_pair_keeps_the_last_grade(tmp_path):
+def test_repeated_qrel_pair_keeps_the_first_grade(tmp_path):
+  # allenai/scirepeval evaluation/evaluator.py, IREvaluator.get_qc_pairs: a pair is set
+  # only when it is not there yet.
   path = tmp_path / "q.jsonl"
   path.write_text('{"query_id": 1, "cand_id": 2, "score": 1}\n'
-                  '{"query_id": "1", "cand_id": "2", "score": 0}\n')
-  assert readers.read_qrels(path) == {"1": {"2": 0}}
+                  '{"query_id": 1, "cand_id": 3, "score": 0}\n'
+                  '{"query_id": "1", "cand_id": "2", "score": 0}\n'
+                  '{"query_id": 1, "cand_id": 3, "score": 2}\n')
+  assert readers.read_qrels(path) == {"1": {"2": 1, "3": 0}}
 
 
 def test_embeddings_round_trip(tmp_path):
