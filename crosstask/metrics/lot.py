@@ -247,7 +247,9 @@ def coverage_score(outlines: Sequence, predictions: Sequence[str], *,
 
   Default: the official behaviour (dropped pairs do not count at all, so an empty
   prediction does not lower the score). strict=True counts them as 0 and has no
-  recursion limit.
+  recursion limit. Where no pair is left (every prediction empty or past the
+  recursion limit) this returns 0.0; the official `np.mean([])` gives NaN, and so
+  would its Overall.
   """
   _checks.check_pairs(outlines, predictions, "lot coverage")
   budget = None if strict else OFFICIAL_RECURSION_BUDGET
