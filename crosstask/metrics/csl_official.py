@@ -1,11 +1,13 @@
 """The CSL benchmark's own scorer (`run_text2text_csl.py`, function `evaluate`), exactly.
 
-* Text reaches the metrics as BERT tokens: `bert_basic_tokens` is BERT's
-  BasicTokenizer (control characters dropped, every CJK character and every
-  punctuation mark a token, Latin lower-cased with accents stripped). The
-  official script also WordPiece-splits words with its model's vocabulary
-  (`[UNK]` for what it lacks); pass `vocab_file` (BERT's vocab.txt, one token a
-  line) to do the same, else words stay whole.
+* Text reaches the metrics as BERT tokens: `bert_basic_tokens` is the BasicTokenizer
+  of UER-py, which the script runs in (Google BERT's: Cc and Cf characters dropped,
+  every CJK character and every punctuation mark a token, Latin lower-cased with
+  accents stripped). The official script also WordPiece-splits words with its
+  model's vocabulary (`[UNK]` for what it lacks, and for a word over 200
+  characters); pass `vocab_file` (the CSL README's
+  `google_zh_with_sentinel_vocab.txt`, one token a line) to do the same, else words
+  stay whole.
 * ROUGE-L (`--metrics 1`): the `rouge` package's ROUGE-L F of the space-joined
   tokens, averaged over examples. That package splits text into sentences on
   `.`, takes the union LCS over them and counts unique tokens; it is not
@@ -54,7 +56,10 @@ def _is_whitespace(ch: str) -> bool:
 
 
 def _is_control(ch: str) -> bool:
-  return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
+  # UER-py's (Google BERT's) test: Cc and Cf only. HF's BERT drops every C* category,
+  # so a private-use or unassigned character is dropped there but kept (as [UNK] under
+  # a vocabulary) by the script CSL scores with.
+  return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf")
 
 
 def _is_punctuation(ch: str) -> bool:
@@ -103,7 +108,7 @@ def load_vocab(vocab_file: str) -> frozenset[str]:
     return frozenset(line.rstrip("\n") for line in f if line.rstrip("\n"))
 
 
-def wordpiece(word: str, vocab: frozenset[str], max_chars: int = 100) -> list[str]:
+def wordpiece(word: str, vocab: frozenset[str], max_chars: int = 200) -> list[str]:
   """BERT's greedy longest-match-first WordPiece split of one word; ['[UNK]'] if it fails."""
   if len(word) > max_chars:
     return ["[UNK]"]

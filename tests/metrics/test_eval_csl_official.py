@@ -2,6 +2,7 @@
 
 import random
 import re
+import unicodedata
 
 import numpy as np
 import pytest
@@ -10,12 +11,19 @@ from crosstask import metrics as ev
 from crosstask.metrics import csl_official as off
 
 
-def _independent_tokens(text):
-  """BERT BasicTokenizer as HF `tokenizers` implements it (Rust), uncased."""
+def _independent_tokens(text, uer=False):
+  """BERT BasicTokenizer as HF `tokenizers` implements it (Rust), uncased; `uer`: with
+  UER-py's `_clean_text` (transcribed: drops NUL, U+FFFD, Cc and Cf; whitespace to a
+  space) in place of HF's, which drops every C* category."""
   from tokenizers.normalizers import BertNormalizer  # pylint: disable=g-import-not-at-top
   from tokenizers.pre_tokenizers import BertPreTokenizer  # pylint: disable=g-import-not-at-top
-  normalized = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
-                              lowercase=True).normalize_str(text)
+  if uer:
+    text = "".join(
+        " " if c in " \t\n\r" or unicodedata.category(c) == "Zs" else c for c in text
+        if not (ord(c) in (0, 0xFFFD) or (c not in "\t\n\r"
+                                          and unicodedata.category(c) in ("Cc", "Cf"))))
+  normalized = BertNormalizer(clean_text=not uer, handle_chinese_chars=True,
+                              strip_accents=None, lowercase=True).normalize_str(text)
   return [t for t, _ in BertPreTokenizer().pre_tokenize_str(normalized)]
 
 
@@ -69,7 +77,9 @@ def test_tokenizer_is_bert_basic(dev):
   texts = [r["title"] for r in dev] + [r["abstract"] for r in dev[:300]]
   texts += ["Café ＡＢＣ 52.645m\u00a0x\u200b,y", "采用修正的Rodrigues参数(MRP)"]
   for text in texts:
-    assert off.bert_basic_tokens(text) == _independent_tokens(text), text
+    assert off.bert_basic_tokens(text) == _independent_tokens(text, uer=True), text
+  # Three dev abstracts hold private-use characters, which UER keeps and HF drops.
+  assert sum(_independent_tokens(t) != _independent_tokens(t, uer=True) for t in texts) >= 1
 
 
 def test_rouge_l_equals_the_official_definition(dev):
@@ -78,8 +88,8 @@ def test_rouge_l_equals_the_official_definition(dev):
   predictions[3], predictions[4] = "", "方法.结果.讨论"
   expected = []
   for t, p in zip(targets, predictions):
-    hyp = " ".join(_independent_tokens(p))
-    ref = " ".join(_independent_tokens(t))
+    hyp = " ".join(_independent_tokens(p, uer=True))
+    ref = " ".join(_independent_tokens(t, uer=True))
     expected.append(_independent_rouge_l(hyp, ref) if hyp.replace(".", "").strip() else 0.0)
   ours = ev.rouge_l_csl(targets, predictions)["rougeL"]
   assert abs(ours - 100 * np.mean(expected)) < 1e-9
@@ -119,6 +129,21 @@ def test_small_cases():
   with pytest.raises(ValueError, match="targets\\[0\\]"):
     ev.rouge_l_csl([" . "], ["x"])
   assert ev.classification_csl(["工学", "理学"], ["工学", "理学"]) == {"accuracy": 100.0, "macro_f1": 100.0}
+
+
+def test_the_tokenizer_is_uers_where_it_differs_from_hf(tmp_path):
+  # UER-py uer/utils/tokenizers.py (the CSL script's): only Cc and Cf are dropped, so a
+  # private-use character stays (and is [UNK] under a vocabulary), where HF drops it;
+  # WordPiece gives up on a word past 200 characters (HF: 100).
+  assert off.bert_basic_tokens("钢筋\ue000混凝土\u200b梁\x07") == [
+      "钢", "筋", "\ue000", "混", "凝", "土", "梁"]
+  assert _independent_tokens("钢筋\ue000混") == ["钢", "筋", "混"]  # HF's rule
+  (tmp_path / "vocab.txt").write_text("\n".join(["[UNK]", "钢", "筋", "a", "##a"]) + "\n")
+  vocab = str(tmp_path / "vocab.txt")
+  assert off.bert_tokens("钢\ue000筋", vocab) == ["钢", "[UNK]", "筋"]
+  assert off.bert_tokens("a" * 150, vocab) == ["a"] + ["##a"] * 149
+  assert off.bert_tokens("a" * 201, vocab) == ["[UNK]"]
+  assert ev.rouge_l_csl(["钢筋\ue000混凝土梁"], ["钢筋混凝土梁"])["rougeL"] < 100
 
 
 def test_wordpiece_with_a_vocab_file_matches_hf_tokenizers(tmp_path):

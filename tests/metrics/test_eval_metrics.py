@@ -82,7 +82,25 @@ def test_bleu_method1_smoothing_hand_computed():
 
 
 def test_bleu_empty_prediction_counts_as_zero():
-  assert ev.bleu(["甲乙丙丁", "甲乙丙丁"], ["甲乙丙丁", "!!"])["bleu"] == pytest.approx(50)
+  # bert4keras skips a blank prediction (it still counts in the mean); punctuation is a
+  # token there, and none under "char".
+  assert ev.bleu(["甲乙丙丁", "甲乙丙丁"], ["甲乙丙丁", " \u3000"])["bleu"] == pytest.approx(50)
+  assert ev.bleu(["甲乙丙丁!"], ["甲乙丙丁!"])["bleu"] == 100.0
+  assert ev.bleu(["甲乙丙丁!"], ["甲乙丙丁"])["bleu"] < 100.0  # BP: '!' was a token
+  assert ev.bleu(["甲乙丙丁", "甲乙丙丁"], ["甲乙丙丁", "!!"], tokenizer="char")[
+      "bleu"] == pytest.approx(50)
+
+
+def test_bleu_default_is_bert4keras_evaluate_spaces_included():
+  # ' '.join("BP 神经").split(' ') == ['b', 'p', '', '', '神', '经']: a space is two
+  # empty tokens, which match each other (the helper audit's dev example).
+  from nltk.translate import bleu_score  # pylint: disable=g-import-not-at-top
+  ref, hyp = "基于BP 神经网络的预测", "BP 神经网络预测"
+  want = bleu_score.sentence_bleu([" ".join(ref).lower().split(" ")],
+                                  " ".join(hyp).lower().split(" "),
+                                  smoothing_function=bleu_score.SmoothingFunction().method1)
+  assert ev.bleu([ref], [hyp])["bleu"] == pytest.approx(100 * want)
+  assert ev.bleu([ref], [hyp])["bleu"] == pytest.approx(61.5, abs=0.1)
 
 
 # --- keywords ---------------------------------------------------------------
@@ -192,7 +210,7 @@ def test_csl_ts_lead_baseline_matches_official_definitions(official_data):
   leads = [r[1][:24] for r in rows]  # lead-24 characters of the abstract as title
 
   ours = ev.rouge(titles, leads)
-  ours.update(ev.bleu(titles, leads))
+  ours.update(ev.bleu(titles, leads, tokenizer="char"))
   refs = {"rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0, "bleu": 0.0}
   smooth = bleu_score.SmoothingFunction().method1
   for title, lead in zip(titles, leads):
@@ -206,15 +224,19 @@ def test_csl_ts_lead_baseline_matches_official_definitions(official_data):
     assert ours[key] == pytest.approx(100 * total / len(rows), abs=1e-6), key
   assert 5 < ours["rougeL"] < 60 and 0 < ours["bleu"] < ours["rouge1"]
 
-  # bert4keras's own tokenisation, ' '.join(text).lower().split(' '), less the
-  # empty strings that split makes of a space.
-  b4k = ev.bleu(titles, leads, tokenizer="bert4keras")["bleu"]
+  # The default: bert4keras's evaluate() (examples/task_seq2seq_autotitle_csl.py),
+  # transcribed: ' '.join(text).lower().split(' '), the empty strings a space leaves
+  # included (20 dev titles have spaces), and a blank prediction skipped.
+  b4k = ev.bleu(titles, leads)["bleu"]
   total = 0.0
   for title, lead in zip(titles, leads):
-    ref = [t for t in " ".join(title).lower().split(" ") if t]
-    hyp = [t for t in " ".join(lead).lower().split(" ") if t]
-    total += bleu_score.sentence_bleu([ref], hyp, smoothing_function=smooth)
+    title, pred_title = " ".join(title).lower(), " ".join(lead).lower()
+    if pred_title.strip():
+      total += bleu_score.sentence_bleu(references=[title.split(" ")],
+                                        hypothesis=pred_title.split(" "),
+                                        smoothing_function=smooth)
   assert b4k == pytest.approx(100 * total / len(rows), abs=1e-6)
+  assert sum(" " in t for t in titles) == 20
 
 
 def _official_bpref(pred, gold):
