@@ -16,10 +16,23 @@ _SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?)\]])")
 _SPACES = re.compile(r"\s+")
 
 
+def _hf_clean_up_tokenization(text: str) -> str:
+  """transformers' `clean_up_tokenization` (CiteSum's vendored copy): the clean-up its
+  run_seq2seq.py applies when it decodes the predictions it writes."""
+  for spaced, tight in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
+                        (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"),
+                        (" 're", "'re")):
+    text = text.replace(spaced, tight)
+  return text
+
+
 def _official(text: str) -> str:
-  # `morningmoni/CiteSum eval_tldr.py` post_process_zeroshot_REF, verbatim in
-  # effect: substring matches, "this paper" lower-cased, and when the line
-  # starts with REF *every* REF becomes "this paper".
+  # The released pipeline: run_seq2seq.py decodes with clean_up_tokenization_spaces and
+  # strips each prediction ("In REF , the" becomes "In REF, the"), then
+  # `morningmoni/CiteSum eval_tldr.py` post_process_zeroshot_REF, verbatim in effect:
+  # substring matches, "this paper" lower-cased, and when the line starts with REF
+  # *every* REF becomes "this paper".
+  text = _hf_clean_up_tokenization(text).strip()
   text = text.replace("In REF,", "")
   if text.startswith("REF"):
     text = text.replace("REF", "this paper")
@@ -35,7 +48,8 @@ def strip_ref(text: str, lead: str = "This paper", mode: str = "paper") -> str:
   "In REF ," is dropped; a leading REF becomes `lead`; every other REF is
   deleted; spaces are collapsed, also before punctuation. Use lead="" for news
   (XSum, Gigaword), where "This paper" makes no sense.
-  mode="official": the released script's string rule, for parity numbers.
+  mode="official": the released pipeline's string rules, for parity numbers: the
+  decoder's tokenization clean-up, then eval_tldr.py's REF rule.
   """
   if mode == "official":
     return _official(text)
