@@ -32,7 +32,8 @@ def rouge(
   "word" (rouge-score's English default) or "bert4keras".
 
   Not the `rouge` PyPI package the CSL scripts call: that one counts unique
-  n-grams and weights rouge-l's F by beta = P/R, so its numbers differ a little.
+  n-grams and takes rouge-l's LCS over '.'-split sentences, so its numbers differ a
+  little (`crosstask.metrics.csl_official` is that one).
   """
   _checks.check_pairs(targets, predictions, "rouge")
   if _rouge_fast.supports(score_keys):

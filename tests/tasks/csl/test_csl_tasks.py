@@ -173,3 +173,23 @@ def test_training_order_is_shuffled_reproducibly_and_loses_nothing():
   assert first == again
   assert first != in_file_order and first != other
   assert sorted(first) == sorted(in_file_order)
+
+
+def test_title_rouge_l_wordpiece_splits_with_the_official_vocab_in_the_data_root(tmp_path):
+  # The CSL README scores with UER-py's google_zh_with_sentinel_vocab.txt: "lyapunov"
+  # becomes ly ##ap ##uno ##v there, and "lyab" ly ##ab, which share a piece.
+  (tmp_path / "vocab").mkdir()
+  (tmp_path / S.OFFICIAL_VOCAB).write_text(
+      "\n".join(["[UNK]", "函", "数", "ly", "##ap", "##uno", "##v", "##ab"]) + "\n",
+      encoding="utf-8")
+  targets, predictions = ["lyapunov函数"], ["lyab函数"]
+  with paths.use_data_dir(tmp_path / "elsewhere"):
+    assert S.official_vocab() is None
+    whole = S.text_metrics(targets, predictions)["rougeL"]
+  with paths.use_data_dir(tmp_path):
+    assert S.official_vocab() == str(tmp_path / S.OFFICIAL_VOCAB)
+    pieces = S.text_metrics(targets, predictions)["rougeL"]
+  # Whole words: LCS 函 数 of 3 and 3 tokens, F 2/3. Pieces: LCS ly 函 数, R 3/6, P 3/4,
+  # F = 2PR / (P + R) = 0.6.
+  assert whole == pytest.approx(100 * 2 / 3, abs=1e-4)
+  assert pieces == pytest.approx(60.0, abs=1e-4)
