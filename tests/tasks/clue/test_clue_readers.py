@@ -192,6 +192,24 @@ def test_chid_blank_without_answer_names_the_answer_file(tmp_path):
     RD.read_all("clue", "chid", "validation", root=tmp_path)
 
 
+def test_c3_test_file_takes_each_documents_genre_from_its_lines(tmp_path, official_data):
+  # CLUE's C3 test is one file, and its doc ids do not say the genre (the README's
+  # dialogue is "25-35"; nlpdata's d-dev has 80 ids starting with 'm'): every official
+  # dev document, in one test file, gets the genre its own file gives it.
+  docs = []
+  for genre in ("d", "m"):
+    for doc in json.loads((official_data / "clue/c3" / f"c3-{genre}-dev.json").read_text(
+        encoding="utf-8")):
+      docs.append((genre, [doc[0], [{k: v for k, v in q.items() if k != "answer"}
+                                    for q in doc[1]], doc[2]]))
+  _write(tmp_path, "clue/c3/test.json", json.dumps([d for _, d in docs], ensure_ascii=False))
+  got = RD.read_all("clue", "c3", "test", root=tmp_path)
+  want = [genre for genre, doc in docs for _ in doc[1]]
+  assert [r["kind"] for r in got] == want and collections.Counter(want) == {"d": 1825, "m": 1991}
+  assert RD.c3_genre(["男：你好。", "女：你好！"]) == "d"
+  assert RD.c3_genre(["男：你好。"]) == "m"  # one line: a notice, not a dialogue
+
+
 def test_c3_answer_must_be_an_option(tmp_path):
   path = _write(tmp_path, "clue/c3/d-dev.json",
                 '[[["男：你好"], [{"question": "q", "choice": ["甲", "乙"], "answer": "丙"}], "d1"]]')
