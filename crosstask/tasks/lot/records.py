@@ -117,5 +117,16 @@ def nlpcc(record: Mapping) -> dict[str, Any]:
   return outgen(record, with_title=False)
 
 
+def nlpcc_unlabelled(record: Mapping) -> dict[str, Any]:
+  """An NLPCC-2021 test record: its outline, and the empty story the official test files
+  hold in its place (`{"story": "", "outline": [...]}`), kept as ""."""
+  story = record.get("story", "")
+  if not isinstance(story, str):
+    raise RecordError("story", f"expected a string, got {type(story).__name__}")
+  return {"outline": outline(record), "story": story}
+
+
 NORMALISERS = {"clozet": clozet, "senpos": senpos, "plotcom": plotcom, "outgen": outgen,
                "nlpcc": nlpcc}
+# The unlabelled splits' normalisers: NLPCC-2021's test stories are hidden.
+UNLABELLED = {("nlpcc", "test"): nlpcc_unlabelled}

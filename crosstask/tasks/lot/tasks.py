@@ -31,7 +31,7 @@ from crosstask.tasks.lot import readers
 
 LANG = "zh"
 SPLITS = ("train", "validation", "test")
-NLPCC_SPLITS = ("train", "validation")
+NLPCC_SPLITS = ("train", "validation", "test")  # test: outlines only, for predictions
 
 SCHEMA = Schema("lot", (
     Field("title", {"zh": "标题", "en": "Title"}),

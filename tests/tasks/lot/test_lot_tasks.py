@@ -93,3 +93,25 @@ def test_outgen_targets_carry_the_outline_for_coverage_and_order():
   assert 0 < scores["overall"] < 100 and 0 < scores["distinct-1"] < 100
   shuffled = ["".join(reversed(t["story"])) for t in targets]
   assert task.metric_fns[0](targets, shuffled)["order"] < 100.0
+
+
+def test_nlpcc_test_file_with_hidden_stories_reads_and_builds_its_test_split(tmp_path):
+  # IndexFziQ/LongLM-Eyas datasets/chn/data/final/test/test.jsonl: every story is ""
+  # (predictions are submitted in this format); the train and val files must have one.
+  folder = tmp_path / "lot" / "nlpcc2021_outline2story"
+  folder.mkdir(parents=True)
+  (folder / "test.jsonl").write_text(
+      '{"story": "", "outline": ["小猴子", "大苹果"]}\n'
+      '{"story": "", "outline": ["一只猫"]}\n', encoding="utf-8")
+  (folder / "val.jsonl").write_text('{"story": "", "outline": ["一只猫"]}\n', encoding="utf-8")
+  from crosstask.tasks.lot import readers  # pylint: disable=g-import-not-at-top
+  assert readers.read_split("nlpcc", "test", tmp_path) == [
+      {"outline": ["小猴子", "大苹果"], "story": ""}, {"outline": ["一只猫"], "story": ""}]
+  with pytest.raises(ValueError, match=r"val.jsonl:1.*'story': empty"):
+    readers.read_split("nlpcc", "validation", tmp_path)
+  task = seqio.get_mixture_or_task("lot_zh_outgen_notitle")
+  with paths.use_data_dir(tmp_path):
+    test = list(task.get_dataset(None, split="test", shuffle=False).as_numpy_iterator())
+  assert [ex["inputs_pretokenized"].decode() for ex in test] == [
+      "大纲->故事 大纲：小猴子#大苹果", "大纲->故事 大纲：一只猫"]
+  assert {ex["targets_pretokenized"].decode() for ex in test} == {""}
