@@ -60,6 +60,24 @@ def test_rank_classification_is_scored_from_target_scores(sample_root, tmp_path)
     rescoring.score_file(path)
 
 
+@pytest.mark.parametrize("task_name, why", [
+    ("fewclue_bustm", "every target is empty"),
+    ("fewclue_eprstmt_k0_rank", "no option is marked right")])
+def test_a_split_without_labels_is_refused_not_scored_zero(sample_root, tmp_path, task_name,
+                                                          why):
+  # FewCLUE's test.json has no labels: scored, it read as accuracy 0 and was recorded.
+  path = tmp_path / f"{task_name}-test.jsonl"
+  _write_inferences(path, task_name, "test", lambda ex: "", lambda ex: 0.0)
+  with pytest.raises(ValueError, match=rf"{task_name}-test.jsonl: task '{task_name}' split "
+                     rf"'test' carries no labels \({why}\): there is nothing to score"):
+    rescoring.score_file(path)
+  assert not (tmp_path / "metrics.jsonl").exists()
+  # The labelled copy of the same test set scores.
+  public = tmp_path / f"{task_name}-test_public.jsonl"
+  _write_inferences(public, task_name, "test_public", lambda ex: "", lambda ex: 0.0)
+  assert "accuracy" in rescoring.score_file(public).metrics
+
+
 def test_cli_errors_name_the_problem(sample_root, tmp_path, capsys):
   bad = tmp_path / "predictions.txt"
   bad.write_text('{"index": 0, "prediction": "x"}\n', "utf-8")
