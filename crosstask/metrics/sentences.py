@@ -18,11 +18,17 @@ def _segmenter():
 
 
 def split_sentences(text: str) -> list[str]:
-  """Sentences of `text` (whitespace collapsed first), none empty."""
-  text = _SPACES.sub(" ", text).strip()
-  if not text:
-    return []
-  return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+  """Sentences of `text`, none empty: each line's (whitespace collapsed within it).
+
+  A newline always ends a sentence, as it does for HF's scorers: they join punkt's
+  sentences with newlines, a newline inside a punkt sentence stays, and rouge-score's
+  rougeLsum breaks at every one."""
+  out = []
+  for line in text.split("\n"):
+    line = _SPACES.sub(" ", line).strip()
+    if line:
+      out.extend(s.strip() for s in _segmenter().segment(line) if s.strip())
+  return out
 
 
 def sentences_per_line(text: str) -> str:

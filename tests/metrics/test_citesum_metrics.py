@@ -25,6 +25,14 @@ def test_split_sentences_keeps_abbreviations_and_decimals():
       "We use e.g. BERT on the U.S. data.", "It gains 3.5 points (Fig. 1).", "Done."]
   assert sentences.split_sentences("  \n ") == []
   assert sentences.sentences_per_line("A cat sat. A dog ran.") == "A cat sat.\nA dog ran."
+  # A newline ends a sentence (HF keeps it inside a punkt sentence, and rouge-score's
+  # rougeLsum splits at every newline): rougeLsum of a two-line text is per line.
+  assert sentences.split_sentences("the model\nlearns fast") == ["the model", "learns fast"]
+  lsum = summary_rouge.rouge_stemmed(["the model learns fast"], ["the model\nlearns fast"],
+                          score_keys=("rougeLsum",))["rougeLsum"]
+  want = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True).score(
+      "the model learns fast", "the model\nlearns fast")["rougeLsum"].fmeasure
+  assert lsum == pytest.approx(100 * want)
 
 
 def test_stemmed_word_tokens_equal_rouge_score_stemming():
