@@ -251,20 +251,16 @@ def outputs(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> ModelOutp
   return ModelOutputs(targets, predictions, target_scores, scores)
 
 
-def require_labels(task, split: str, exs: Sequence[Mapping], targets: Sequence,
-                   path: str | os.PathLike) -> None:
-  """Refuses a split without labels (CLUE's and FewCLUE's `test`, NLPCC's test): every
-  target empty, or, for rank classification, no option marked right. Scored, such a
-  split reads as accuracy 0 where nothing was measured."""
-  raw = [_text(ex["targets_pretokenized"]) for ex in exs if "targets_pretokenized" in ex]
-  blank = len(raw) == len(exs) and all(not t.strip() for t in raw)
-  ranked = all(isinstance(t, tuple) and len(t) == 3 for t in targets)
-  if blank or (ranked and targets and not any(t[2] for t in targets)):
+def require_labels(task, split: str, exs: Sequence[Mapping], path: str | os.PathLike) -> None:
+  """Refuses a split without labels (`evaluation.has_labels`: CLUE's and FewCLUE's `test`,
+  NLPCC's test), which would score 0 where nothing was measured."""
+  from crosstask.runtime.predict import evaluation  # pylint: disable=g-import-not-at-top
+  if not evaluation.has_labels(exs):
     raise ValueError(
-        f"{path}: task {task.name!r} split {split!r} carries no labels ("
-        + ("every target is empty" if blank else "no option is marked right")
-        + "): there is nothing to score. A test split's predictions go to its leaderboard "
-        "(CLUE, FewCLUE: python -m crosstask.tasks.clue.submissions)")
+        f"{path}: task {task.name!r} split {split!r} carries no labels (no target, and "
+        "for rank classification no option marked right): there is nothing to score. A "
+        "test split's predictions go to its leaderboard (CLUE, FewCLUE: "
+        "python -m crosstask.tasks.clue.submissions)")
 
 
 def metrics(task, out: ModelOutputs) -> dict[str, float]:
@@ -334,7 +330,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
   indices = [int(line["index"]) for line in inferences.lines]
   exs = examples(task, inferences.split, indices)
   out = outputs(task, inferences.lines, exs)
-  require_labels(task, inferences.split, exs, out.targets, path)
+  require_labels(task, inferences.split, exs, path)
   scores = metrics(task, out)
   ci95 = intervals(task, out, resamples) if resamples > 0 else None
   print_fingerprint = fingerprint.fingerprint(task)

@@ -6,6 +6,7 @@ seqio's JSONLogger also keeps the inferences per task.
 """
 
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jax
@@ -16,6 +17,24 @@ from crosstask import tracing
 from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
+
+
+def has_labels(examples: Iterable[Mapping]) -> bool:
+  """Whether a split's examples carry labels: a non-blank target, or, for rank
+  classification (`rank_correct`), an option marked right. Stops at the first that does,
+  so a labelled split costs one example. CLUE's, FewCLUE's and NLPCC's test splits do not
+  (empty targets): scored, they would read as 0 where nothing was measured."""
+  for ex in examples:
+    if 'rank_correct' in ex:
+      if _text(ex['rank_correct']) == '1':
+        return True
+    elif 'targets_pretokenized' in ex and _text(ex['targets_pretokenized']).strip():
+      return True
+  return False
+
+
+def _text(value) -> str:
+  return value.decode('utf-8') if isinstance(value, bytes) else str(value)
 
 
 def _scalar(v: Any) -> float | None:
@@ -52,6 +71,11 @@ class Evaluator:
         logger_cls=(seqio.JSONLogger,),
         log_dir=output_dir,
         async_compute_metrics=False)
+    for task in self._evaluator.eval_tasks:
+      if not has_labels(self._evaluator.cached_task_datasets[task.name].as_numpy_iterator()):
+        raise ValueError(f"task {task.name!r} split {cfg.split!r} carries no labels: there is "
+                         "nothing to evaluate. Run crosstask.infer on it for predictions (a "
+                         "test split's go to its leaderboard)")
     self.fingerprints = {t.name: fingerprint.fingerprint(t) for t in self._evaluator.eval_tasks}
 
   @property
