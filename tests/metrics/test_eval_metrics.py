@@ -252,20 +252,18 @@ def _official_bpref(pred, gold):
 
 
 def _official_keywords(text):
-  """What run_text2text_csl.py makes of a keyword string: BERT's uncased tokens (HF
-  `tokenizers`' normalizer and pre-tokenizer) joined without spaces, split on `_`."""
-  from tokenizers.normalizers import BertNormalizer  # pylint: disable=g-import-not-at-top
-  from tokenizers.pre_tokenizers import BertPreTokenizer  # pylint: disable=g-import-not-at-top
-  normalized = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
-                              lowercase=True).normalize_str(text)
-  return "".join(t for t, _ in BertPreTokenizer().pre_tokenize_str(normalized)).split("_")
+  """What run_text2text_csl.py makes of a keyword string: its UER-py BERT tokens (the
+  independent tokenizer of test_eval_csl_official) joined without spaces, split on `_`."""
+  import test_eval_csl_official  # pylint: disable=g-import-not-at-top
+  tokens = test_eval_csl_official._independent_tokens(text, uer=True)  # pylint: disable=protected-access
+  return "".join(tokens).split("_")
 
 
 @pytest.mark.parametrize("prediction", [
     "深度学习_神经网络", "深度学习__神经网络", "_深度学习_神经网络", "深度学习_神经网络_",
     "图像_深度学习__神经网络", "深度学习 _ 神经 网络", "", "_", "__", "CNN_深度学习",
     "cafe\u0301_x", "Café_x", "神经\u200b网络_深度学习", "深度学习_深度学习_图像",
-    "神经网络\t_\u3000深度学习"])
+    "神经网络\t_\u3000深度学习", "神经\ue000网络_深度学习"])
 def test_bpref_equals_the_official_scorer_on_untidy_predictions(prediction):
   # Empty keywords between, before or after separators are non-relevant predictions
   # there, and accents, case and spacing never count.
