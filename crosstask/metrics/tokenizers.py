@@ -53,8 +53,9 @@ def _stemmer() -> _MemoStemmer:
 def stemmed_word_tokens(text: str) -> list[str]:
   """rouge-score's English tokenizer with its Porter stemming (`use_stemmer=True`).
 
-  Tokens longer than 3 characters are stemmed, as in HF's `rouge` metric and
-  ROUGE-1.5.5's `-m`, which all CiteSum/SciTLDR/XSum/Gigaword numbers use.
+  Tokens longer than 3 characters are stemmed, as in HF's `rouge` metric (the
+  CiteSum/XSum/Gigaword numbers). SciTLDR's ROUGE-1.5.5 `-m` has its own Porter
+  stemmer, which `rouge155` carries.
   """
   from rouge_score import tokenize as rouge_tokenize  # pylint: disable=g-import-not-at-top
   return rouge_tokenize.tokenize(text, _stemmer())
