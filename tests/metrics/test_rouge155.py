@@ -146,6 +146,14 @@ def test_stems_are_the_scripts_not_nltks():
   assert [rouge155.porter_stem(w) for w in
           ("agreement", "accidental", "argument", "aging", "generalization", "yearly")] == [
               "agreem", "accid", "argum", "ag", "gener", "yearli"]
+  # files2rouge's exception database is empty; a rebuilt one maps a word before
+  # (and instead of) stemming, for words of more than 3 characters only.
+  assert rouge155.porter_stem("geese") == "gees"
+  assert rouge155.tokens("geese men", exceptions={"geese": "goose", "men": "man"}) == [
+      "goose", "men"]
+  # The mapped word is not stemmed, the others are (`MorphStem`): goose -> goos.
+  assert rouge155.tokens("goose") == ["goos"]
+  assert rouge155.pair_scores("goose", "geese", exceptions={"geese": "goose"})["rouge1"] == 0.0
   assert rouge155.tokens("Co-operation <b>and</b> GPT-3 in Zürich") == [
       "co", "oper", "b", "and", "b", "gpt", "3", "in", "z", "rich"]
 
