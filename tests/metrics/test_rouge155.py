@@ -11,6 +11,7 @@ without perl, XML::Parser or DB_File they skip and say so.
 
 import importlib.resources
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -119,9 +120,21 @@ def _perl_stems(tmp_path, words):
   return out.split("\n")[:len(words)]
 
 
-def test_untidy_pairs_score_as_the_perl_script_scores_them(tmp_path):
-  ours = [rouge155.pair_scores(r, p) for r, p in UNTIDY_PAIRS]
-  assert ours == _perl_scores(tmp_path, UNTIDY_PAIRS)
+# Words for random pairs: stems the two Porters disagree on, tags, dots, hyphens,
+# non-ASCII letters, case and repeats.
+FUZZ_WORDS = ("the The cat cats running runs generalization general agreement agreed yearly "
+              "Yellow 2019 1990s state-of-the-art <unk> <b> &amp; . ... U.S. e.g. caf\u00e9 "
+              "\u212a $5 co-op -- a is model models MODEL happiness relational conditional "
+              "abilities sensibility hopeful hopping filing failing (x) 's don't CNNs caresses "
+              "ponies ties feed plastered").split() + [" ."] * 4
+
+
+def test_untidy_and_random_pairs_score_as_the_perl_script_scores_them(tmp_path):
+  rng = random.Random(0)
+  text = lambda: " ".join(rng.choice(FUZZ_WORDS) for _ in range(rng.randint(0, 20)))  # noqa: E731
+  pairs = UNTIDY_PAIRS + [(text() or "x", text()) for _ in range(300)]
+  ours = [rouge155.pair_scores(r, p) for r, p in pairs]
+  assert ours == _perl_scores(tmp_path, pairs)
 
 
 def test_scitldr_dev_pairs_and_vocabulary_score_as_the_perl_script(tmp_path, official_data):
