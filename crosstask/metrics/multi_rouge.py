@@ -18,7 +18,7 @@ from crosstask.metrics import summary_rouge
 
 SELECTIONS = ("max_rouge1", "max_each", "mean", "first")
 IMPLEMENTATIONS = ("rouge155", "rouge_score")
-KEYS = ("rouge1", "rouge2", "rougeL")
+KEYS = rouge155.KEYS
 
 
 def _select(per_reference: list[dict[str, float]], select: str) -> dict[str, float]:
