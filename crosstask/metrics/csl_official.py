@@ -41,6 +41,7 @@ import numpy as np
 
 from crosstask.metrics import _checks
 from crosstask.metrics import classification
+from crosstask.metrics import pypi_rouge
 
 # BERT's _is_chinese_char ranges (CJK Unified Ideographs and extensions, compatibility).
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
@@ -150,16 +151,11 @@ def joined(text: str, vocab_file: str | None = None) -> str:
   return "".join(bert_tokens(text, vocab_file))
 
 
-@functools.cache
-def _rouge():
-  from rouge import Rouge  # pylint: disable=g-import-not-at-top
-  return Rouge(metrics=["rouge-l"])
-
-
 @functools.lru_cache(maxsize=1 << 18)
 def rouge_l_f(hypothesis: str, reference: str) -> float:
-  """The `rouge` package's ROUGE-L F of two already-tokenized strings (raises as it does)."""
-  return _rouge().get_scores(hyps=hypothesis, refs=reference)[0]["rouge-l"]["f"]
+  """The `rouge` package's ROUGE-L F of two already-tokenized strings (ValueError as it
+  raises one); long texts score where the package runs out of recursion."""
+  return pypi_rouge.rouge_l_f(hypothesis, reference)
 
 
 def _has_sentences(text: str) -> bool:

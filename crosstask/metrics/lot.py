@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from crosstask.metrics import _checks
+from crosstask.metrics import pypi_rouge
 
 # ----------------------------------------------------------------- normalisation
 
@@ -177,41 +178,6 @@ def distinct_scores(predictions: Sequence[str], orders: Sequence[int] = (1, 2, 3
 OFFICIAL_RECURSION_BUDGET = 990
 
 
-def _rouge_sentences(text: str) -> list[list[str]]:
-  """PyPI rouge: split on '.', keep non-empty pieces, re-space, words by ' '."""
-  pieces = [" ".join(s.split()) for s in text.split(".") if len(s) > 0]
-  return [p.split(" ") for p in pieces]
-
-
-def _lcs_token_set(ref: Sequence[str], hyp: Sequence[str]) -> tuple[set, int]:
-  """Tokens on rouge's reconstructed LCS path, and the number of recursive calls.
-
-  The DP table rows use table[i][j] = running max of (diag+1 on match, else up),
-  which equals rouge's recurrence; the walk back follows rouge's tie-breaking
-  (diagonal on match, up only when strictly larger, else left), since the token
-  *set* depends on which LCS is taken.
-  """
-  n, m = len(ref), len(hyp)
-  hyp_arr = np.array(hyp, dtype=object)
-  table = np.zeros((n + 1, m + 1), dtype=np.int32)
-  for i in range(1, n + 1):
-    match = hyp_arr == ref[i - 1]
-    cand = np.where(match, table[i - 1, :-1] + 1, table[i - 1, 1:])
-    table[i, 1:] = np.maximum.accumulate(cand)
-  rows = table.tolist()  # Python ints: item access on numpy is slow in the walk
-  tokens, calls, i, j = set(), 1, n, m
-  while i > 0 and j > 0:
-    calls += 1
-    if ref[i - 1] == hyp[j - 1]:
-      tokens.add(ref[i - 1])
-      i, j = i - 1, j - 1
-    elif rows[i - 1][j] > rows[i][j - 1]:
-      i -= 1
-    else:
-      j -= 1
-  return tokens, calls
-
-
 def phrase_recall(phrase: str, prediction: str, *,
                   recursion_budget: int | None = OFFICIAL_RECURSION_BUDGET) -> float | None:
   """PyPI-rouge ROUGE-L recall of one outline phrase in a prediction, characters as words.
@@ -220,15 +186,15 @@ def phrase_recall(phrase: str, prediction: str, *,
   prediction (rouge raises ValueError) or an LCS walk deeper than `recursion_budget`
   (RecursionError; None budget = unlimited).
   """
-  ref = _rouge_sentences(" ".join("".join(phrase.strip().split())))
-  hyp = _rouge_sentences(" ".join("".join(prediction.strip().split())))
+  ref = pypi_rouge.sentences(" ".join("".join(phrase.strip().split())))
+  hyp = pypi_rouge.sentences(" ".join("".join(prediction.strip().split())))
   if not ref or not hyp:
     return None
   ref_vocab = {w for s in ref for w in s}
   union = set()
   for ref_s in ref:
     for hyp_s in hyp:
-      tokens, calls = _lcs_token_set(ref_s, hyp_s)
+      tokens, calls = pypi_rouge.lcs_token_set(ref_s, hyp_s)
       if recursion_budget is not None and calls > recursion_budget:
         return None
       union |= tokens
