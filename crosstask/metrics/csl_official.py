@@ -158,11 +158,6 @@ def rouge_l_f(hypothesis: str, reference: str) -> float:
   return pypi_rouge.rouge_l_f(hypothesis, reference)
 
 
-def _has_sentences(text: str) -> bool:
-  """Whether the `rouge` package finds a sentence: a non-empty piece between dots."""
-  return any(text.split("."))
-
-
 def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
                 vocab_file: str | None = None) -> dict[str, float]:
   """Mean official ROUGE-L F, 0-100, under key "rougeL"; an empty prediction scores 0."""
@@ -171,12 +166,12 @@ def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
     ref = spaced(_checks.check_text(target, "rouge_l_csl", "targets", i), vocab_file)
     hyp = spaced(_checks.check_text(prediction, "rouge_l_csl", "predictions", i), vocab_file)
-    if not _has_sentences(ref):
+    if not pypi_rouge.has_sentences(ref):
       raise ValueError(f"rouge_l_csl: targets[{i}]={target!r} has no tokens to score against")
     # The official script crashes on a prediction the package finds no sentence
     # in; crosstask scores it 0. Dots with spaces between (". . .") are sentences
     # of one empty word to the package, and it scores them.
-    if _has_sentences(hyp):
+    if pypi_rouge.has_sentences(hyp):
       total += rouge_l_f(hyp, ref)
   return {"rougeL": 100.0 * total / len(targets)}
 

@@ -23,6 +23,11 @@ def sentences(text: str) -> list[list[str]]:
   return [p.split(" ") for p in pieces]
 
 
+def has_sentences(text: str) -> bool:
+  """Whether the package finds a sentence in `text` (else it raises ValueError)."""
+  return any(text.split("."))
+
+
 def lcs_token_set(ref: Sequence[str], hyp: Sequence[str]) -> tuple[set, int]:
   """Tokens on the package's reconstructed LCS path, and the number of recursive calls.
 
@@ -57,9 +62,9 @@ def rouge_l_f(hypothesis: str, reference: str) -> float:
 
   Raises ValueError, as the package does, when either text has no sentence.
   """
-  hyp, ref = sentences(hypothesis), sentences(reference)
-  if not hyp or not ref:
+  if not has_sentences(hypothesis) or not has_sentences(reference):
     raise ValueError("Collections must contain at least 1 sentence.")
+  hyp, ref = sentences(hypothesis), sentences(reference)
   union: set = set()
   for ref_sentence in ref:
     for hyp_sentence in hyp:
