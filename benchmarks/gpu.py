@@ -243,6 +243,16 @@ def _now() -> str:
   return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
 
 
+def requested(texts: list[str]) -> list[gpu_spec.Row]:
+  """The rows `--rows` names, each once, in the order first named: the session script's
+  CPU sizes make some of its GPU rows the same row, and one row measured twice would
+  write two entries of one name to gpu.json."""
+  first: dict[str, gpu_spec.Row] = {}
+  for text in texts:
+    first.setdefault(text, gpu_spec.parse(text))
+  return list(first.values())
+
+
 def process_groups(specs: list[gpu_spec.Row], share: bool) -> list[list[gpu_spec.Row]]:
   """The rows each process runs: one row each, or (`share`) every row of one framework
   and XLA flags, in the order of each group's first row."""
@@ -291,7 +301,7 @@ def main(argv=None) -> int:
     run_rows([gpu_spec.parse(text) for text in args.child], lengths, args.steps, args.platform)
     return 0
   try:
-    specs = [gpu_spec.parse(text) for text in args.rows]
+    specs = requested(args.rows)
   except ValueError as e:
     raise SystemExit(f'--rows: {e}') from None
   os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'] = 'false'  # the parent never computes

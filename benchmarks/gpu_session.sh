@@ -130,11 +130,7 @@ ROWS=(  # most wanted first: the deadline leaves out the tail
   "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
   "train:$M:$SEG:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention:$BIG"
 )
-declare -A SEEN=()
-UNIQUE=()  # ROWS in order, each once (--quick's sizes make some rows the same row)
-for row in "${ROWS[@]}"; do
-  [[ -n "${SEEN[$row]:-}" ]] || { SEEN[$row]=1; UNIQUE+=("$row"); }
-done
+# gpu.py measures a row named twice once (--quick's sizes make some rows the same row).
 "$PY" benchmarks/gpu.py "${ROW_ARGS[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \
-  --out="$OUT/gpu.json" --rows "${UNIQUE[@]}" | tee -a "$OUT/log.txt"
+  --out="$OUT/gpu.json" --rows "${ROWS[@]}" | tee -a "$OUT/log.txt"
 echo "results under $OUT"

@@ -45,6 +45,15 @@ def test_gpu_script_without_a_gpu_says_so_and_exits_0(capsys):
   assert "no GPU on this machine" in capsys.readouterr().out
 
 
+def test_a_row_named_twice_is_measured_once_where_first_named():
+  texts = ["decode:tiny:1:8", "train:tiny:xla:none:8", "decode:tiny:1:8", "check",
+           "train:tiny:xla:none:8"]
+  assert [r.text for r in gpu.requested(texts)] == [
+      "decode:tiny:1:8", "train:tiny:xla:none:8", "check"]
+  with pytest.raises(ValueError):
+    gpu.requested(["check", "train:tiny"])
+
+
 def test_shared_processes_group_rows_by_framework_and_xla_flags():
   texts = ["train:tiny:xla:none:8", "hf-train:tiny:8", "decode:tiny:1:8:graph_while",
            "check", "hf-decode:tiny:1:8", "decode:tiny:1:8"]
