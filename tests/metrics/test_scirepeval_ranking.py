@@ -24,6 +24,15 @@ def test_hand_computed_map_ndcg_precision_with_ties_and_empty_query():
   assert got["ndcg"] == 32.17
 
 
+def test_a_fractional_relevance_grade_is_refused_not_truncated():
+  # int(0.5) would make "b" irrelevant and score map 100; pytrec_eval (the official
+  # evaluator) refuses any float grade. An integral float is the integer it names.
+  with pytest.raises(ValueError, match=r"qrels\['q'\]\['b'\] = 0.5: relevance grades"):
+    ranking.ir_metrics({"q": {"a": 1, "b": 0.5}}, {"q": {"a": 2.0, "b": 1.0}}, ["map"])
+  assert ranking.ir_metrics({"q": {"a": 1.0, "b": 0}}, {"q": {"a": 2.0, "b": 1.0}},
+                            ["map"]) == {"map": 100.0}
+
+
 def test_tie_break_by_doc_id_changes_map():
   # Same scores, ids swapped: now the relevant doc wins the tie.
   qrels = {"q": {"x": 0, "y": 1}}

@@ -29,10 +29,19 @@ class Missing:
   candidates: int = 0
 
 
+def _grade(query: str, doc: str, grade) -> int:
+  """A relevance grade as trec_eval takes it: an integer (1.0 is 1; 0.5 is refused, where
+  int() would make it 0 and the official evaluator raises)."""
+  value = float(grade)
+  if not value.is_integer():
+    raise ValueError(f"qrels[{query!r}][{doc!r}] = {grade!r}: relevance grades are integers")
+  return int(value)
+
+
 def ir_metrics(qrels: Qrels, run: Mapping[str, Mapping[str, float]],
                metrics: Sequence[str]) -> dict[str, float]:
   """trec_eval measures (`map`, `ndcg`, `P_5`, ...) averaged over queries, x100, rounded to 2."""
-  qrels = {q: {d: int(s) for d, s in docs.items()} for q, docs in qrels.items()}
+  qrels = {q: {d: _grade(q, d, s) for d, s in docs.items()} for q, docs in qrels.items()}
   run = {q: {d: float(s) for d, s in docs.items()} for q, docs in run.items()}
   per_query = pytrec_eval.RelevanceEvaluator(qrels, set(metrics)).evaluate(run)
   out = {}
