@@ -119,12 +119,17 @@ def expand_options(kind: str, records: Iterable[dict], train: bool) -> list[dict
 def joint_assignment(scores: Sequence[Sequence[float]]) -> list[int]:
   """ChID's joint decoding of one line: blanks of a line have distinct answers, so the
   globally best (blank, candidate) pair is fixed first, then the best among the rest
-  (greedy, as the official CHID_preprocess.logits_matrix_to_array)."""
+  (greedy, as the official CHID_preprocess.logits_matrix_to_array). The pairs are listed
+  candidate by candidate and stably sorted by score, highest first, as there, so equal
+  scores and NaN (which compares false with everything) order as they do there."""
   n_blanks = len(scores)
-  pairs = sorted(((-s, b, c) for b, row in enumerate(scores) for c, s in enumerate(row)))
+  pairs = [(blank, candidate, scores[blank][candidate])
+           for candidate in range(max(len(row) for row in scores))
+           for blank in range(n_blanks) if candidate < len(scores[blank])]
+  pairs.sort(key=lambda pair: pair[2], reverse=True)
   answer: list[int] = [-1] * n_blanks
   used: set[int] = set()
-  for _, blank, candidate in pairs:
+  for blank, candidate, _ in pairs:
     if answer[blank] < 0 and candidate not in used:
       answer[blank] = candidate
       used.add(candidate)

@@ -61,3 +61,6 @@ def test_chid_joint_assignment_gives_distinct_answers():
   # Both blanks prefer candidate 0; the stronger claim wins and the other takes its next best.
   assert E.joint_assignment([[-1.0, -5.0, -2.0], [-0.5, -4.0, -3.0]]) == [2, 0]
   assert E.joint_assignment([[-1.0, -2.0]]) == [0]
+  # A NaN score sorts where the official list sort leaves it (compared false with
+  # everything): there blank 0 takes candidate 1 and blank 1 the NaN candidate 0.
+  assert E.joint_assignment([[0.0, 0.0], [float("nan"), 1.0]]) == [1, 0]
