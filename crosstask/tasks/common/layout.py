@@ -129,11 +129,13 @@ def example(schema: Schema, record: Mapping, inputs: Sequence[str], outputs: Seq
 
 
 def typed_value(field: Field, text: str):
-  """Parsed text of one field: a list (empties dropped) for list fields, else stripped text."""
+  """Parsed text of one field: stripped text, or for a list field its stripped items,
+  the empty ones dropped unless the field keeps them (none from empty text)."""
   text = text.strip()
-  if field.is_list:
-    return [v.strip() for v in text.split(field.separator) if v.strip()]
-  return text
+  if not field.is_list:
+    return text
+  items = [v.strip() for v in text.split(field.separator)] if text else []
+  return items if field.keep_empty_items else [v for v in items if v]
 
 
 def _find_markers(schema, text, fields, lang, nfkc) -> list[tuple[int, str, int]]:

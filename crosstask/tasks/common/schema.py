@@ -18,8 +18,10 @@ class Field:
   """One record field.
 
   `separator` makes the field list-valued (its value is a list of strings,
-  written joined by the separator); `label_set` closes a classification field;
-  `metric_fn(targets, predictions) -> {name: 0..100}` scores it.
+  written joined by the separator); `keep_empty_items` keeps the empty items a
+  parsed list holds (`a__b`, `a_`), where its metric counts them; `label_set`
+  closes a classification field; `metric_fn(targets, predictions) -> {name: 0..100}`
+  scores it.
   """
   name: str
   labels: Mapping[str, str]
@@ -27,6 +29,7 @@ class Field:
   label_set: tuple[str, ...] | None = None
   kind: str = "text"
   metric_fn: Callable[[list, list], dict] | None = None
+  keep_empty_items: bool = False
 
   def __post_init__(self):
     if self.kind not in KINDS:
@@ -35,6 +38,8 @@ class Field:
       raise ValueError(f"field {self.name!r}: a 'list' field needs a separator, and only a "
                        f"'list' field may have one (kind={self.kind!r}, "
                        f"separator={self.separator!r})")
+    if self.keep_empty_items and self.separator is None:
+      raise ValueError(f"field {self.name!r}: keep_empty_items is for 'list' fields")
     if not self.labels:
       raise ValueError(f"field {self.name!r} needs a label in at least one language")
 

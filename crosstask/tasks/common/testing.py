@@ -25,7 +25,8 @@ def _nfkc(text: str) -> str:
 def _expected(field, text: str):
   """What parsing one field's text must give, computed apart from `layout.typed_value`."""
   if field.is_list:
-    return [v.strip() for v in text.split(field.separator) if v.strip()]
+    items = [v.strip() for v in text.split(field.separator)] if text.strip() else []
+    return items if field.keep_empty_items else [v for v in items if v]
   return text.strip()
 
 

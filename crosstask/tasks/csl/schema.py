@@ -63,8 +63,9 @@ def label_metrics(targets, predictions) -> dict:
 SCHEMA = Schema("csl", (
     Field("title", {"zh": "标题", "en": "Title"}, metric_fn=text_metrics),
     Field("abstract", {"zh": "摘要", "en": "Abstract"}, metric_fn=text_metrics),
+    # Empty keywords stay: the official Bpref counts each as a non-relevant prediction.
     Field("keywords", {"zh": "关键词", "en": "Keywords"}, separator=KEYWORD_SEP, kind="list",
-          metric_fn=keyword_metrics),
+          metric_fn=keyword_metrics, keep_empty_items=True),
     Field("category", {"zh": "门类", "en": "Category"}, label_set=CATEGORIES, kind="label",
           metric_fn=label_metrics),
     Field("discipline", {"zh": "学科", "en": "Discipline"}, label_set=DISCIPLINES, kind="label",

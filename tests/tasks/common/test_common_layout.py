@@ -24,6 +24,13 @@ def test_schema_checks():
     SCHEMA["x"]  # pylint: disable=pointless-statement
   with pytest.raises(ValueError, match="needs a separator"):
     Field("a", {"en": "A"}, kind="list")
+  with pytest.raises(ValueError, match="keep_empty_items is for 'list' fields"):
+    Field("a", {"en": "A"}, keep_empty_items=True)
+  # Empty items: dropped, or kept where the field's metric counts them; none from "".
+  kept = Field("k", {"en": "K"}, separator="_", kind="list", keep_empty_items=True)
+  assert layout.typed_value(kept, " a__b_ ") == ["a", "", "b", ""]
+  assert layout.typed_value(kept, "  ") == []
+  assert layout.typed_value(SCHEMA["answers"], " a||b| ") == ["a", "b"]
   with pytest.raises(ValueError, match="distinct"):
     Schema("dup", (SCHEMA["label"], SCHEMA["label"]))
 

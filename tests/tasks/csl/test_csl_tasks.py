@@ -100,6 +100,22 @@ def test_many_to_many_dataset_and_metrics(official_data):
   assert 0 < scores["keywords/keyword_f1"] < 100
 
 
+def test_keyword_bpref_counts_the_empty_keywords_a_prediction_holds():
+  # The official script splits a prediction on "_" and keeps the empty pieces, each a
+  # non-relevant keyword: against 深度学习_神经网络, 深度学习__神经网络 scores
+  # (1 + (1 - 1/3)) / 2 and _深度学习 scores 1 - 1/2. Dropped, both were 100.
+  task = seqio.get_mixture_or_task("csl_zh_abstract_to_keywords")
+  gold = task.postprocess_fn("深度学习_神经网络", is_target=True)
+  assert gold == {"keywords": ["深度学习", "神经网络"]}
+  for prediction, bpref in (("深度学习__神经网络", 100 * 5 / 6), ("_深度学习", 50.0),
+                            ("深度学习_神经网络", 100.0), ("", 0.0)):
+    scores = task.metric_fns[0]([gold], [task.postprocess_fn(prediction)])
+    assert scores["bpref"] == pytest.approx(bpref), prediction
+    # Exact-match F1 compares keyword sets, which hold no empty keyword.
+    assert scores["keyword_f1"] == pytest.approx(
+        {"": 0.0, "_深度学习": 100 * 2 / 3}.get(prediction, 100.0)), prediction
+
+
 def test_classification_metrics_are_the_official_flavour(official_data):
   task = seqio.get_mixture_or_task("csl_zh_title_to_category")
   targets = [task.postprocess_fn(t, is_target=True) for _, t, _ in _examples(task, n=20)]
