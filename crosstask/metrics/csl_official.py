@@ -9,7 +9,8 @@
   `google_zh_with_sentinel_vocab.txt`, one token a line) to do the same, else words
   stay whole.
 * ROUGE-L (`--metrics 1`): the `rouge` package's ROUGE-L F of the space-joined
-  tokens, averaged over examples. That package splits text into sentences on
+  tokens (the reference with the space the script leaves before `[SEP]`), averaged
+  over examples. That package splits text into sentences on
   `.`, takes the union LCS over them and counts unique tokens; it is not
   rouge-score's ROUGE-L (`crosstask.metrics.rouge`).
 * Accuracy (`--metrics 0`): tokens are joined without spaces, and the
@@ -168,6 +169,10 @@ def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
     hyp = spaced(_checks.check_text(prediction, "rouge_l_csl", "predictions", i), vocab_file)
     if not pypi_rouge.has_sentences(ref):
       raise ValueError(f"rouge_l_csl: targets[{i}]={target!r} has no tokens to score against")
+    # The official reference is the label's tokens joined by spaces up to " [SEP]", that
+    # space kept: after a last "." token the package finds one more sentence, the empty
+    # word, and the reference one more unigram ("a model ." against "a model": 80, not 100).
+    ref += " "
     # The official script crashes on a prediction the package finds no sentence
     # in; crosstask scores it 0. Dots with spaces between (". . .") are sentences
     # of one empty word to the package, and it scores them.

@@ -134,6 +134,12 @@ def test_small_cases():
   assert ev.rouge_l_csl(["省略...号"], ["..."])["rougeL"] == pytest.approx(40, abs=1e-5)
   with pytest.raises(ValueError, match="targets\\[0\\]"):
     ev.rouge_l_csl([" . "], ["x"])
+  # The reference keeps the space the script leaves before [SEP]: after a last "." the
+  # package finds one more sentence, the empty word, so "a model . " holds 3 unigrams
+  # (R 2/3, P 1) and a copy of "深度学习方法." recalls 6 of 7 (F 12/13).
+  assert ev.rouge_l_csl(["a model."], ["a model"])["rougeL"] == pytest.approx(80, abs=1e-5)
+  assert ev.rouge_l_csl(["深度学习方法."], ["深度学习方法."])["rougeL"] == pytest.approx(
+      100 * 12 / 13, abs=1e-5)
   assert ev.classification_csl(["工学", "理学"], ["工学", "理学"]) == {"accuracy": 100.0, "macro_f1": 100.0}
 
 
