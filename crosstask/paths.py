@@ -10,9 +10,10 @@ SAMPLE_DIR = pathlib.Path(__file__).parent / "data" / "sample"
 
 
 def data_dir() -> pathlib.Path | None:
-  """The root of the official data (laid out like `shared/data`), or None if unset."""
+  """The root of the official data (laid out like `shared/data`, `~` expanded), or None
+  if unset."""
   value = os.environ.get(DATA_DIR_ENV)
-  return pathlib.Path(value) if value else None
+  return pathlib.Path(os.path.expanduser(value)) if value else None
 
 
 @contextlib.contextmanager

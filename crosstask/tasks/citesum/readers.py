@@ -21,6 +21,8 @@ file and line.
 from __future__ import annotations
 
 import ast
+import codecs
+import io
 import json
 import os
 import pathlib
@@ -202,15 +204,8 @@ def parse_xsum_summary(path: PathLike) -> dict:
   `[SN]`: FIRST-SENTENCE is the summary, RESTBODY the document (lines kept).
   """
   path = pathlib.Path(path)
-  lines = []
-  with open(path, "rb") as f:
-    for lineno, raw in enumerate(f, start=1):
-      try:
-        line = raw.decode("utf-8")
-      except UnicodeDecodeError as e:
-        raise R.DataError(f"{path}:{lineno}: invalid UTF-8 at byte {e.start}") from None
-      if line not in XSUM_REMOVE_LINES and line.strip():
-        lines.append((lineno, line))
+  lines = [(lineno, line) for lineno, line in _lines(path)
+           if line not in XSUM_REMOVE_LINES and line.strip()]
   segs = "".join(line for _, line in lines).split("[SN]")
   names = segs[1:9:2]
   if len(segs) < 9 or tuple(names) != XSUM_SECTIONS:
@@ -263,13 +258,24 @@ def read_xsum(split: str, root: PathLike | None = None, *, on_bad_row: str = "ra
 # ---------------------------------------------------------------------------- Gigaword
 
 
-def _lines(path: pathlib.Path) -> Iterator[tuple[int, str]]:
-  with open(path, "rb") as f:
-    for lineno, raw in enumerate(f, start=1):
-      try:
-        yield lineno, raw.decode("utf-8")
-      except UnicodeDecodeError as e:
-        raise R.DataError(f"{path}:{lineno}: invalid UTF-8 at byte {e.start}") from None
+def _lines(path: pathlib.Path) -> list[tuple[int, str]]:
+  """(line number, line) as HF's loaders read a file in text mode: universal newlines
+  (`\r\n` and `\r` end a line too, each read as `\n`), a leading BOM dropped."""
+  raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+  try:
+    text = raw.decode("utf-8")
+  except UnicodeDecodeError as e:
+    before = raw[:e.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    raise R.DataError(f"{path}:{len(before)}: invalid UTF-8 at byte {len(before[-1])}"
+                      ) from None
+  text = text.replace("\r\n", "\n").replace("\r", "\n")
+  return list(enumerate(io.StringIO(text).readlines(), start=1))
+
+
+def _without_trailing_blanks(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+  while lines and not lines[-1][1].strip():
+    lines = lines[:-1]
+  return lines
 
 
 def gigaword_paths(split: str, root: PathLike | None = None) -> tuple[pathlib.Path, pathlib.Path]:
@@ -288,8 +294,10 @@ def read_gigaword(split: str, root: PathLike | None = None, *, on_bad_row: str =
   on_bad_row = R.check_on_bad_row(on_bad_row)
   bad = bad if bad is not None else R.BadRows()
   src_path, tgt_path = gigaword_paths(split, root)
-  src = list(_lines(R.require_file(src_path, f"Gigaword {split} articles")))
-  tgt = list(_lines(R.require_file(tgt_path, f"Gigaword {split} headlines")))
+  # Blank lines at the end of a file (an editor's) pair with nothing; inside, they stay
+  # rows, and an empty one is refused below.
+  src = _without_trailing_blanks(_lines(R.require_file(src_path, f"Gigaword {split} articles")))
+  tgt = _without_trailing_blanks(_lines(R.require_file(tgt_path, f"Gigaword {split} headlines")))
   if len(src) != len(tgt):
     raise R.DataError(f"Gigaword {split}: {src_path} has {len(src)} lines but {tgt_path} "
                       f"has {len(tgt)}; they must pair up line by line")

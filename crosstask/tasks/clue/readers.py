@@ -295,8 +295,11 @@ def _answer_index(value, n: int, where: str, field: str, labelled: bool) -> int 
 
 def _chid_lines(rows: Iterator[R.Row], answers: Mapping | None, answer_file, labelled: bool,
                 on_bad_row: str, bad) -> Iterator[dict]:
-  """CLUE ChID: one record per blank; answers from the separate answer file."""
-  def blanks(row):
+  """CLUE ChID: one record per blank; answers from the separate answer file. `rows` come
+  from `scan_jsonl`, so a skipped line keeps its line number and the rest keep theirs."""
+  def blanks(line_id, row):
+    if row.value is None:
+      return None
     rec, where = row.value, row.where
     cands = _candidates(rec, where)
     passages = rec["content"]
@@ -315,13 +318,12 @@ def _chid_lines(rows: Iterator[R.Row], answers: Mapping | None, answer_file, lab
                                 f"blank {tag} has no answer in {answer_file}")
           answer = _answer_index(answers[tag], len(cands), f"{answer_file} key {tag}",
                                  "answer", True)
-        out.append({"id": tag, "line_id": row_number[0], "candidates": cands,
+        out.append({"id": tag, "line_id": line_id, "candidates": cands,
                     "content": passage, "tag": tag, "answer": answer})
-    row_number[0] += 1
     return out
 
-  row_number = [0]
-  yield from R.convert(rows, blanks, on_bad_row=on_bad_row, bad=bad)
+  yield from R.convert(enumerate(rows), lambda pair: blanks(*pair), on_bad_row=on_bad_row,
+                       bad=bad)
 
 
 # ------------------------------------------------------------------ JSON documents
@@ -416,23 +418,29 @@ def read(benchmark: str, task: str, split: str, *, root: str | os.PathLike | Non
   return _read(benchmark, kind, split, files, labelled, on_bad_row, bad)
 
 
+def _numbered(path, fn: Callable, on_bad_row: str, bad) -> Iterator[dict]:
+  """`fn`'s record of each JSON line, with the line's own id, else its place among the
+  file's records: a skipped bad line keeps its number, so the rest keep theirs."""
+  def convert(position, row):
+    if row.value is None:  # skipped by the JSON-lines scan, already counted in `bad`
+      return None
+    out = fn(row)
+    return None if out is None else {"id": _own_id(row.value, position), **out}
+
+  rows = enumerate(R.scan_jsonl(path, on_bad_row=on_bad_row, bad=bad))
+  yield from R.convert(rows, lambda pair: convert(*pair), on_bad_row=on_bad_row, bad=bad)
+
+
 def _read(benchmark, kind, split, files, labelled, on_bad_row, bad) -> Iterator[dict]:
   if kind in _LINE_KINDS:
     fn = _LINE_KINDS[kind]
     position = [0]
 
-    def convert(row):
-      out = fn(row.value, row.where, labelled)
-      position[0] += 1
-      return None if out is None else {"id": _own_id(row.value, position[0] - 1), **out}
-
-    yield from R.convert(R.read_jsonl(files[0], on_bad_row=on_bad_row, bad=bad), convert,
-                         on_bad_row=on_bad_row, bad=bad)
+    yield from _numbered(files[0], lambda row: fn(row.value, row.where, labelled),
+                         on_bad_row, bad)
   elif kind == "chid" and benchmark == FEWCLUE:
-    yield from R.convert(R.read_jsonl(files[0], on_bad_row=on_bad_row, bad=bad),
-                         lambda row: {"id": _own_id(row.value, 0),
-                                      **_chid_few(row.value, row.where, labelled)},
-                         on_bad_row=on_bad_row, bad=bad)
+    yield from _numbered(files[0], lambda row: _chid_few(row.value, row.where, labelled),
+                         on_bad_row, bad)
   elif kind == "chid":
     answers = answer_file = None
     if labelled:
@@ -441,7 +449,7 @@ def _read(benchmark, kind, split, files, labelled, on_bad_row, bad) -> Iterator[
       answers = R.read_json(answer_file)
       if not isinstance(answers, dict):
         raise R.DataError(f"{answer_file}: expected one JSON object {{blank: candidate index}}")
-    yield from _chid_lines(R.read_jsonl(files[0], on_bad_row=on_bad_row, bad=bad), answers,
+    yield from _chid_lines(R.scan_jsonl(files[0], on_bad_row=on_bad_row, bad=bad), answers,
                            answer_file, labelled, on_bad_row, bad)
   elif kind == "c3":
     for path in files:

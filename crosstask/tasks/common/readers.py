@@ -10,6 +10,7 @@ run, but it must not vanish silently either).
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import os
@@ -101,7 +102,8 @@ def _problem(message: str, on_bad_row: str, bad: BadRows) -> None:
 def scan_tsv(path: PathLike, ncols: int | None = None, *, on_bad_row: str = "raise",
              bad: BadRows | None = None, allow_empty: bool = False,
              skip_header: bool = False) -> Iterator[Row]:
-  """Every non-blank line as a Row; a skipped bad line comes as Row(where, None).
+  """Every non-blank line as a Row (a leading BOM dropped); a skipped bad line comes as
+  Row(where, None).
 
   Keeping skipped lines in place lets a caller join several files row by row
   (CSL's four benchmark files) without one bad line shifting the others.
@@ -112,6 +114,8 @@ def scan_tsv(path: PathLike, ncols: int | None = None, *, on_bad_row: str = "rai
   with open(file, "rb") as f:
     for lineno, raw in enumerate(f, start=1):
       raw = raw.rstrip(b"\r\n")
+      if lineno == 1:
+        raw = raw.removeprefix(codecs.BOM_UTF8)
       if not raw.strip():
         continue
       if header:
@@ -146,28 +150,43 @@ def read_tsv(path: PathLike, ncols: int | None = None, *, on_bad_row: str = "rai
       yield row
 
 
-def read_jsonl(path: PathLike, *, on_bad_row: str = "raise",
+def scan_jsonl(path: PathLike, *, on_bad_row: str = "raise",
                bad: BadRows | None = None) -> Iterator[Row]:
-  """One JSON object per non-blank line."""
+  """Every non-blank line as a Row of its JSON object; a skipped bad line comes as
+  Row(where, None), so a reader that numbers records by their place in the file (a
+  file without ids) numbers the rest as the file does. A leading BOM is dropped."""
   bad = _bad_rows(on_bad_row, bad)
   file = require_file(path, "JSON-lines file")
   with open(file, "rb") as f:
     for lineno, raw in enumerate(f, start=1):
+      if lineno == 1:
+        raw = raw.removeprefix(codecs.BOM_UTF8)
       if not raw.strip():
         continue
       where = f"{file}:{lineno}"
+      problem = None
       try:
         value = json.loads(raw.decode("utf-8"))
       except UnicodeDecodeError as e:
-        _problem(f"{where}: invalid UTF-8 at byte {e.start}", on_bad_row, bad)
-        continue
+        problem = f"invalid UTF-8 at byte {e.start}"
       except json.JSONDecodeError as e:
-        _problem(f"{where}: invalid JSON at column {e.colno}: {e.msg}", on_bad_row, bad)
-        continue
-      if not isinstance(value, dict):
-        _problem(f"{where}: expected a JSON object, got {type(value).__name__}", on_bad_row, bad)
+        problem = f"invalid JSON at column {e.colno}: {e.msg}"
+      else:
+        if not isinstance(value, dict):
+          problem = f"expected a JSON object, got {type(value).__name__}"
+      if problem:
+        _problem(f"{where}: {problem}", on_bad_row, bad)
+        yield Row(where, None)
         continue
       yield Row(where, value)
+
+
+def read_jsonl(path: PathLike, *, on_bad_row: str = "raise",
+               bad: BadRows | None = None) -> Iterator[Row]:
+  """One JSON object per non-blank line (a leading BOM dropped)."""
+  for row in scan_jsonl(path, on_bad_row=on_bad_row, bad=bad):
+    if row.value is not None:
+      yield row
 
 
 def read_json(path: PathLike) -> Any:

@@ -19,6 +19,7 @@ JSON arrays and JSON lines are both accepted; errors name `path:line` or
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import math
@@ -66,7 +67,7 @@ def json_rows(path: PathLike) -> Iterator[common.Row]:
   """
   p = require_file(path, "JSON file")
   with open(p, "rb") as f:
-    head = f.read(4096).lstrip()
+    head = f.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
   return common.read_json_records(p) if head.startswith(b"[") else common.read_jsonl(p)
 
 
@@ -182,7 +183,9 @@ def read_ir_rows(path: PathLike, *, graded: bool = False) -> list[dict[str, Any]
 def read_label_list(path: PathLike) -> list[str]:
   """`fos_labels.txt` / `mesh_descriptors.txt`: one label per line; line order = class index."""
   p = require_file(path, "label list")
-  labels = [l.strip() for l in p.read_text(encoding="utf-8").splitlines()]
+  labels = [l.strip() for l in p.read_text(encoding="utf-8-sig").splitlines()]
+  while labels and not labels[-1]:  # blank lines at the end, as the official readlines()
+    labels.pop()                    # and strip() leave no label of them
   if any(not l for l in labels):
     raise located(f"{p}:{labels.index('') + 1}", "empty label line")
   if len(set(labels)) != len(labels):
@@ -341,7 +344,7 @@ def read_probe_split(path: PathLike) -> list[tuple[str, Any]]:
   p = require_file(path, "probe split")
   rows = []
   if p.suffix == ".csv":
-    with open(p, encoding="utf-8", newline="") as f:
+    with open(p, encoding="utf-8-sig", newline="") as f:
       reader = csv.DictReader(f)
       if not reader.fieldnames or not {"paper_id", "label"} <= set(reader.fieldnames):
         raise located(f"{p}:1", f"header must name 'paper_id' and 'label', got "
