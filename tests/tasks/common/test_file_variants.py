@@ -91,3 +91,16 @@ def test_a_data_root_under_home_may_be_written_with_a_tilde(tmp_path, monkeypatc
   assert paths.data_dir() == tmp_path / "root"
   from crosstask.tasks.csl import readers as csl_readers  # pylint: disable=g-import-not-at-top
   assert csl_readers.read_benchmark("validation")
+
+
+def test_chid_line_ids_keep_their_place_past_a_skipped_line(tmp_path):
+  folder = _copy(tmp_path, "clue") / "chid"
+  lines = (folder / "dev.json").read_text(encoding="utf-8").splitlines()
+  plain = clue_readers.read_all("clue", "chid", "validation", root=tmp_path)
+  (folder / "dev.json").write_text("\n".join([lines[0], '{"candidates": []}', lines[1]]) + "\n",
+                                   encoding="utf-8")
+  got = clue_readers.read_all("clue", "chid", "validation", root=tmp_path, on_bad_row="skip")
+  # The second passage line is now the file's third: its blanks carry line_id 2, not 1.
+  assert [r["line_id"] for r in got] == [
+      r["line_id"] if r["line_id"] == 0 else 2 for r in plain]
+  assert [r["id"] for r in got] == [r["id"] for r in plain]
