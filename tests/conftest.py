@@ -79,17 +79,26 @@ def pytest_configure(config):
   _pin_xdist_worker()
 
 
+SLOW_SECONDS = 10  # a slow test's time when its marker gives none (`slow(seconds=N)`)
+
+
 def pytest_collection_modifyitems(session, config, items):
-  """Runs the tests marked slow first, in their collected order, then the rest.
+  """Runs the tests marked slow first, longest first (the seconds their marker gives,
+  cold, on 2 cores), then the rest, each group in collected order.
 
   xdist's work stealing (`--dist worksteal` in pyproject.toml) gives each worker a
   contiguous half of this order and lets an idle worker take the other's last pending
   tests: a 3-minute end-to-end test left near the end would keep one worker busy while
   the other had finished (the full suite's tail). Started first, the slow tests run
-  while the many short tests wait to fill in behind them. Both workers sort alike, as
-  xdist requires."""
+  while the many short tests wait to fill in behind them; longest first, what is left
+  for the end, or stolen from it, is the shortest of them (in collected order the LOT
+  end-to-end test, 80 s, ran last alone). Both workers sort alike, as xdist requires."""
   del session, config
-  items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+  def order(item):
+    slow = item.get_closest_marker("slow")
+    return (0, -slow.kwargs.get("seconds", SLOW_SECONDS)) if slow else (1, 0)
+  items.sort(key=order)
 
 
 def pytest_collection_finish(session):

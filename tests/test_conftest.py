@@ -34,3 +34,25 @@ def test_a_pinned_worker_starts_its_children_on_every_core():
   assert len(cores) >= 2, cores
   assert own == before == cores[:1]  # a child inherits its parent's core...
   assert after == cores  # ...unless conftest gives it every core back
+
+
+
+class _Item:
+  """What the ordering reads of a collected test: its name and its `slow` marker."""
+
+  def __init__(self, name, mark=None):
+    self.name, self.mark = name, mark
+
+  def get_closest_marker(self, name):
+    return self.mark if name == "slow" else None
+
+
+def test_slow_tests_run_first_longest_first_then_the_rest_in_collected_order():
+  import conftest  # pylint: disable=g-import-not-at-top
+  slow = pytest.mark.slow
+  items = [_Item("fast_a"), _Item("slow_default", slow.mark),
+           _Item("slow_long", slow(seconds=80).mark), _Item("fast_b"),
+           _Item("slow_short", slow(seconds=5).mark), _Item("slow_long_too", slow(seconds=80).mark)]
+  conftest.pytest_collection_modifyitems(None, None, items)
+  assert [item.name for item in items] == [
+      "slow_long", "slow_long_too", "slow_default", "slow_short", "fast_a", "fast_b"]

@@ -220,7 +220,7 @@ def test_adafactor_is_the_trainers_default_but_for_the_named_overrides():
   assert adafactor.FACTOR_RULES["relpos_buckets"] == adafactor.NONE
 
 
-@pytest.mark.slow  # Trains in torch and JAX; test_models_parity keeps HF parity in the fast set.
+@pytest.mark.slow(seconds=18)  # Trains in torch and JAX; test_models_parity keeps HF parity in the fast set.
 @pytest.mark.parametrize("size", ["tiny", "small"])
 @pytest.mark.parametrize("optimizer", ["adamw", "adafactor"])
 def test_loss_curve_matches_hf(tmp_path, size, optimizer):

@@ -10,7 +10,7 @@ import runtime_subprocess as rs
 from crosstask.runtime.config import gin_utils
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=45)
 def test_train_eval_infer(tmp_path):
   model_dir = tmp_path / 'model'
   train = rs.run(rs.train_cmd(model_dir, 60, '--gin.CHECKPOINT_PERIOD=30', '--gin.EVAL_PERIOD=60',

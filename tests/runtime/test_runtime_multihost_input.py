@@ -20,7 +20,7 @@ from crosstask.runtime.sharding import partitioning
 HERE = pathlib.Path(__file__).resolve().parent
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=35)
 def test_hosts_load_the_rows_their_devices_hold_on_meshes_that_are_not_host_major(tmp_path):
   env = rs.env()
   env['XLA_FLAGS'] = xla_test_flags.flags(4)

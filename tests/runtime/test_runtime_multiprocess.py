@@ -84,7 +84,7 @@ def _one_process_reference(model_dir, capsys) -> dict[int, float]:
           re.findall(r'^step (\d+)/\d+  loss ([\d.]+)', capsys.readouterr().out, re.M)}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=40)
 def test_two_processes_match_one_including_restart(tmp_path, capsys):
   one, two = tmp_path / 'one', tmp_path / 'two'
   with rs.reaped([]) as procs:

@@ -10,7 +10,7 @@ import runtime_subprocess as rs
 import scirepeval_samples as samples
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=25)
 def test_embed_score_and_rank_the_shared_samples(official_data, tmp_path):
   fos = samples.write_fos(official_data, tmp_path / "data")
   search = samples.write_search(official_data, tmp_path / "data")

@@ -192,7 +192,7 @@ def _saved_params(step_dir) -> dict[str, np.ndarray]:
   return {jax.tree_util.keystr(k): np.asarray(v) for k, v in flat}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=35)
 def test_meta_train_then_k_shot_end_to_end(tmp_path):
   """Stage 1 on the meta mixture, stage 2 (2-shot) from its checkpoint, scored on s0_test.
 
