@@ -47,8 +47,10 @@ class _Item:
     return self.mark if name == "slow" else None
 
 
-def test_slow_tests_run_first_longest_first_then_the_rest_in_collected_order():
-  import conftest  # pylint: disable=g-import-not-at-top
+def test_slow_tests_run_first_longest_first_then_the_rest_in_collected_order(pytestconfig):
+  # The suite's conftest as pytest loaded it (`import conftest` may give a subfolder's).
+  [conftest] = [p for p in pytestconfig.pluginmanager.get_plugins()
+                if getattr(p, "__file__", None) == str(TESTS / "conftest.py")]
   slow = pytest.mark.slow
   items = [_Item("fast_a"), _Item("slow_default", slow.mark),
            _Item("slow_long", slow(seconds=80).mark), _Item("fast_b"),
