@@ -434,8 +434,6 @@ def _numbered(path, fn: Callable, on_bad_row: str, bad) -> Iterator[dict]:
 def _read(benchmark, kind, split, files, labelled, on_bad_row, bad) -> Iterator[dict]:
   if kind in _LINE_KINDS:
     fn = _LINE_KINDS[kind]
-    position = [0]
-
     yield from _numbered(files[0], lambda row: fn(row.value, row.where, labelled),
                          on_bad_row, bad)
   elif kind == "chid" and benchmark == FEWCLUE:

@@ -183,9 +183,9 @@ def read_ir_rows(path: PathLike, *, graded: bool = False) -> list[dict[str, Any]
 def read_label_list(path: PathLike) -> list[str]:
   """`fos_labels.txt` / `mesh_descriptors.txt`: one label per line; line order = class index."""
   p = require_file(path, "label list")
-  labels = [l.strip() for l in p.read_text(encoding="utf-8-sig").splitlines()]
-  while labels and not labels[-1]:  # blank lines at the end, as the official readlines()
-    labels.pop()                    # and strip() leave no label of them
+  # Blank lines at the end (an editor's) are no labels; the official {l.strip(): i} over
+  # readlines() would make one more class, '', of them (a blank line inside is refused).
+  labels = [l.strip() for l in p.read_text(encoding="utf-8-sig").rstrip().splitlines()]
   if any(not l for l in labels):
     raise located(f"{p}:{labels.index('') + 1}", "empty label line")
   if len(set(labels)) != len(labels):
