@@ -27,9 +27,6 @@ causality decide who may attend to whom.
   (ConditionalThunk), a stall in every layer's forward, recomputation and backward: the
   likely cause of this layout's 18% slower step (benchmarks/gpu_session.sh measures it
   with conditionals as CUDA-graph nodes, `graph_while`).
-- "cudnn_ragged": the ragged layout with no fallback and so no conditional, for input
-  pipelines that pack at most MAX_SEGMENTS contiguous segments a row. A batch the
-  layout cannot describe gets NaN outputs (and so a NaN loss), never a wrong number.
 - "flash": the Pallas TPU flash-attention kernel
   (`jax.experimental.pallas.ops.tpu.flash_attention`), with the position bias as its
   `ab` input (the kernel wants it per example: [batch, heads, q, k]) and the masks as
@@ -58,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-FUSED = ("dot_product", "cudnn", "cudnn_segments", "cudnn_ragged", "flash")
+FUSED = ("dot_product", "cudnn", "cudnn_segments", "flash")
 # Packed segments a row may hold for "cudnn_segments": its ragged layout takes a static
 # count per row (the GPU benchmark packs 2-4 examples a row; SeqIO's packer a few more).
 MAX_SEGMENTS = 8
@@ -125,9 +122,8 @@ def fused_attention(implementation: str, query: jax.Array, key: jax.Array, value
     return _dot_product_attention(query, key, value, mask, position_bias, None)
   if implementation == "cudnn":
     return cudnn_attention(query, key, value, mask, position_bias)
-  if implementation in ("cudnn_segments", "cudnn_ragged"):
-    return cudnn_segments_attention(query, key, value, mask, position_bias,
-                                    fallback=implementation == "cudnn_segments")
+  if implementation == "cudnn_segments":
+    return cudnn_segments_attention(query, key, value, mask, position_bias)
   if implementation == "flash":
     out = sharded_flash_attention(jnp.swapaxes(query, 1, 2), jnp.swapaxes(key, 1, 2),
                                   jnp.swapaxes(value, 1, 2), mask, position_bias)
@@ -207,16 +203,14 @@ def segment_layout(mask: AttentionMask, slots: int = MAX_SEGMENTS) -> SegmentLay
 
 
 def cudnn_segments_attention(query: jax.Array, key: jax.Array, value: jax.Array,
-                             mask: AttentionMask, position_bias: jax.Array | None, *,
-                             fallback: bool = True) -> jax.Array:
+                             mask: AttentionMask, position_bias: jax.Array | None
+                             ) -> jax.Array:
   """cuDNN's kernel over the packed segments' offsets and lengths (its ragged layout,
-  no [batch, heads, q, k] bias). Where the layout is not exact: the "cudnn" call with
-  `fallback`, else NaN outputs ("cudnn_ragged")."""
+  no [batch, heads, q, k] bias), or the "cudnn" call where the layout is not exact."""
   # jax binds the ragged layout's arguments only in this module (jax.nn's call takes
   # padding lengths alone); imported here so that a jax without it fails on use only.
   from jax._src.cudnn import fused_attention_stablehlo as cudnn_lib
-  name = "cudnn_segments" if fallback else "cudnn_ragged"
-  bias = _half_precision_bias(name, query, position_bias)
+  bias = _half_precision_bias("cudnn_segments", query, position_bias)
   layout = segment_layout(mask)
   mask_type = cudnn_lib.MaskType.PADDING_CAUSAL if mask.causal else cudnn_lib.MaskType.PADDING
 
@@ -232,9 +226,6 @@ def cudnn_segments_attention(query: jax.Array, key: jax.Array, value: jax.Array,
         bias, None, layout.q_seqlen, layout.kv_seqlen, layout.q_offsets, layout.kv_offsets,
         scale=1.0, mask_type=mask_type, qkv_layout="BTNH")
     return jnp.where(q_in, out, 0)
-
-  if not fallback:  # a NaN where the layout drops a segment: no conditional to run
-    return jnp.where(layout.exact, ragged(query, key, value, bias), jnp.nan).astype(query.dtype)
 
   def masked(query, key, value, bias):  # the "cudnn" call; `bias` is cast already
     return _dot_product_attention(query, key, value, mask, bias, "cudnn")

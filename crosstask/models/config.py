@@ -11,8 +11,7 @@ _DTYPES = ("float32", "bfloat16", "float16")
 # "auto" is for the runtime's platform profile to replace; the model reads it as the
 # first real choice ("none" remat, "xla" attention, one layer per scan iteration).
 REMAT_POLICIES = remat.NO_REMAT + tuple(remat.POLICIES)  # the policies remat.py defines
-ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "cudnn_segments",
-                             "cudnn_ragged", "flash")
+ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "cudnn_segments", "flash")
 DECODE_CROSS_ATTENTION = ("einsum", "pallas", "pallas_interpret")
 
 
@@ -36,8 +35,8 @@ class TransformerConfig:
   XLA:CPU's scheduler can place the recomputation so that the order differs
   (tests/models/test_models_remat.py).
   `attention` picks the attention implementation: "xla" (einsum; "auto" is read as
-  "xla"), "dot_product", "cudnn", "cudnn_segments", "cudnn_ragged" or "flash" (fused
-  kernels that skip dropout on the attention probabilities; models/attention.py).
+  "xla"), "dot_product", "cudnn", "cudnn_segments" or "flash" (fused kernels that skip
+  dropout on the attention probabilities; models/attention.py).
   `scan_layers` runs each layer stack as one `nn.scan` over stacked parameters (a
   leading "layers" axis, params under `layers` instead of `layers_0..N-1`): the
   compiler sees one layer instead of N, which cuts compile time and compile memory

@@ -226,29 +226,6 @@ def test_the_ragged_call_equals_the_mask_call_values_and_gradients(call, ragged_
                                atol=0.02 * float(np.abs(want_grads[3]).max()))
 
 
-def test_the_ragged_call_without_fallback_runs_no_conditional_and_poisons_what_it_cannot_describe(
-    ragged_kernel_on_cpu):
-  del ragged_kernel_on_cpu
-  q_rows, k_rows, causal, with_bias = CALLS["self_packed_causal"]
-  mask = _mask(q_rows, k_rows, causal=causal)
-  operands = _operands(_LEN, _LEN)
-  want = _loss_and_grads("cudnn_segments", mask, with_bias, *operands)
-  got = _loss_and_grads("cudnn_ragged", mask, with_bias, *operands)
-  for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):  # equal to a bfloat16 ulp
-    b = np.asarray(b, np.float32)
-    np.testing.assert_allclose(np.asarray(a, np.float32), b, atol=1e-2 * np.abs(b).max())
-  q, k, v, table = operands
-  bias = _relative_bias(table, _LEN, _LEN)
-  jaxpr = str(jax.make_jaxpr(lambda *a: attention.fused_attention("cudnn_ragged", *a, mask, bias))(
-      q, k, v))
-  assert "cond[" not in jaxpr and "cond[" in str(jax.make_jaxpr(
-      lambda *a: attention.fused_attention("cudnn_segments", *a, mask, bias))(q, k, v))
-  # Past the slots the layout drops a segment: NaN, where "cudnn_segments" falls back.
-  mask = _mask(CALLS["past_the_slots"][0], causal=True)
-  loss, out, _ = _loss_and_grads("cudnn_ragged", mask, True, *operands)
-  assert np.isnan(float(loss)) and np.isnan(np.asarray(out, np.float32)).all()
-
-
 def test_cudnn_segments_refuses_float32_by_name():
   mask = _mask(CASES["unpacked"])
   q = jnp.zeros((3, _LEN, _HEADS, _D), jnp.float32)
