@@ -1,26 +1,22 @@
 #!/usr/bin/env bash
-# One lent GPU session's measurements in one call (about 8 minutes on an H100), most
-# wanted first, so a deadline leaves out the least:
+# One lent GPU session's measurements in one call (about 8 minutes), most wanted
+# first, so a deadline leaves out the least:
 #   1. the profiles of LongLM-large's train step as the GPU profile trains it (cudnn,
 #      remat dots_attention, scan, two layers an iteration, batch 64) and of a greedy
 #      decode (batch 32), raw traces kept under $OUT/raw
-#   2. the GPU default's train row; the attention check; four layers an iteration
-#      (two paid 1.9%); greedy decode at batch 32 as it is, with each step's
-#      cross-attention one Pallas flash-decoding kernel (`pallas_cross`: XLA's two
-#      products read the cache at a half to two thirds of the HBM rate) and with cuBLAS
-#      instead of XLA's Triton GEMMs (`no_triton_gemm`: at batch 32 the decoder's
-#      matmuls ran at a third of the HBM rate)
-#   3. the eval-only job (infer) and HF's loop over the same examples; cuDNN's ragged
-#      layout with conditionals as CUDA graph nodes (`graph_while`: its per-layer
-#      `lax.cond` otherwise reads its predicate back to the host, a stall each layer;
-#      the layout keeps the bias [1, h, q, k], no 44 ms [b, h, q, k] bias and gradient)
-#      and the default attention under the same flags
-#   4. one layer an iteration, the remat that saves the norms too (batch 48); greedy at
-#      batch 128 and beam 4; optax AdamW; T5 1.1 base and large
-#   5. HF's compiled and checkpointed settings (each may take its whole time limit)
+#   2. the GPU default's train row and HF's fused AdamW beside it; the attention check;
+#      greedy and beam-4 decoding as they are and with each step's cross-attention one
+#      Pallas flash-decoding kernel (`pallas_cross`: +2.6% at greedy batch 32 on an
+#      H200, run 11; its beam row decides whether it becomes the default); greedy at
+#      batch 128
+#   3. T5 1.1 base and large; four layers an iteration; the remat that saves the norms
+#      too (batch 48); optax AdamW
+#   4. HF's compiled and checkpointed settings (each may take its whole time limit)
 #      and the other HF settings
-#   6. settings measured already and kept for their CPU twins' checks: cuDNN's ragged
-#      layout (18% slower), no layer scan (its compile takes minutes)
+#   5. settings measured already and kept for their CPU twins' tests: the eval-only
+#      job (run 11: 3.5% outside decoding), cuBLAS GEMMs (-4.9%), cuDNN's ragged layout
+#      with and without conditionals as CUDA-graph nodes (-18%, -15%), one layer an
+#      iteration, no layer scan (its compile takes minutes)
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
 # the time-to-quality pair (about 5 minutes; later arguments go to time_to_quality.py,
 # e.g. `--ttq --residual_dtype=float32`); `--infer` the eval-only job alone,
@@ -115,20 +111,23 @@ fi
   --save_raw="$OUT/raw" | tee -a "$OUT/log.txt" || echo "decode profile failed (above)"
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" check "train:$M:$ATT:dots_attention:$BIG:scan:$UNROLL_MORE"
-  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:no_triton_gemm"
-  "infer:$M:$DEC:scan" "hf-infer:$M:$DEC"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" "hf-train:$M:$B:adamw" check
+  "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross"
+  "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL" "decode:$M:1:$WIDE:scan"
+  "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
+  "train:$M:$ATT:dots_attention:$BIG:scan:$UNROLL_MORE" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"
+  "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$WIDE:compile"
+  "hf-decode:$M:4:$DEC" "hf-train:$M:$B:adamw:compile" "hf-train:$M:$B"
+  "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
+  # Measured already (runs 9-12), kept for their CPU twins' tests: the eval-only job
+  # (--infer runs it alone), cuBLAS GEMMs, the ragged layout, one layer an iteration,
+  # no layer scan.
+  "infer:$M:$DEC:scan" "hf-infer:$M:$DEC" "decode:$M:1:$DEC:scan:no_triton_gemm"
   "train:$M:$SEG:dots_attention:$BIG:scan:unroll2:graph_while"
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:graph_while"
-  "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
-  "decode:$M:1:$WIDE:scan" "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL"
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"
-  "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
-  "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$WIDE:compile"
-  "hf-decode:$M:4:$DEC" "hf-train:$M:$B:adamw:compile"
-  "hf-train:$M:$B:adamw" "hf-train:$M:$B"
-  "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
-  "train:$M:$SEG:dots_attention:$BIG:scan" "train:$M:$ATT:dots_attention:$BIG"
+  "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$SEG:dots_attention:$BIG:scan"
+  "train:$M:$ATT:dots_attention:$BIG"
 )
 # gpu.py measures a row named twice once (--quick's sizes make some rows the same row).
 "$PY" benchmarks/gpu.py "${ROW_ARGS[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \

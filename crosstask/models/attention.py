@@ -22,11 +22,10 @@ causality decide who may attend to whom.
   (T5's relative bias depends on the key's distance from the query only, so it is
   the same matrix for a segment as for the row). A batch the layout cannot describe
   exactly (a row over MAX_SEGMENTS segments, a segment that is not contiguous) takes
-  the "cudnn" call instead, chosen on the device (`lax.cond`). XLA:GPU runs a
-  conditional by copying its predicate to the host and waiting for the stream
-  (ConditionalThunk), a stall in every layer's forward, recomputation and backward: the
-  likely cause of this layout's 18% slower step (benchmarks/gpu_session.sh measures it
-  with conditionals as CUDA-graph nodes, `graph_while`).
+  the "cudnn" call instead, chosen on the device (`lax.cond`). It trains LongLM-large
+  15-18% slower than "cudnn" on an H100 and an H200, and the ragged kernel is the loss,
+  not the conditional: without the conditional it was still 12.7% slower
+  (benchmarks/README.md, GPU).
 - "flash": the Pallas TPU flash-attention kernel
   (`jax.experimental.pallas.ops.tpu.flash_attention`), with the position bias as its
   `ab` input (the kernel wants it per example: [batch, heads, q, k]) and the masks as

@@ -191,3 +191,30 @@ def test_results_table_takes_the_gpu_best_from_the_rows():
           {"kind": "hf-train", "tokens_per_s": 150.0}, {"kind": "decode", "tokens_per_s": 999.0}]
   assert run_all._best_train(rows) == {"crosstask": 300.0, "hf": 150.0, "ratio": 2.0}
   assert run_all._best_train(rows[:1])["ratio"] == 0.0  # no HF row ran
+
+
+def test_results_table_keeps_a_decode_line_measured_beside_hf_and_shows_the_eval_job(
+    monkeypatch):
+  machine = {"cpu_model": "cpu", "cpu_count": 16, "threads_per_framework": 16,
+             "load_average_1_5_15min_at_start": [1.0], "load_average_1_5_15min_at_end": [1.0]}
+  runs = [{"run": n, "date": f"day {n}", "machine": machine, "gpu": f"gpu {n}"} for n in (1, 2)]
+
+  def row(text, run, **fields):
+    return {"row": text, "kind": text.split(":")[0], "model": "longlm_large",
+            "status": "ok", "run": run, **fields}
+  train = dict(tokens_per_s=100.0, mfu=0.3, batch=64, lengths="512/512",
+               settings={"attention": "cudnn", "remat": "dots"})
+  decode = dict(beams=1, batch=32, lengths="512->128", tokens_per_s=50.0, roofline_ratio=3.0)
+  gpu_json = {"date": "day 2", "machine": machine, "runs": runs, "rows": [
+      row("train:longlm_large:cudnn:dots:64", 1, **train),
+      row("decode:longlm_large:1:32", 1, ratio_vs_hf=2.5, **decode),
+      # A later run of another chip with no HF decoding: the line keeps run 1's.
+      row("decode:longlm_large:1:32", 2, **{**decode, "tokens_per_s": 60.0}),
+      row("infer:longlm_large:32", 2, batch=32, examples_per_s=95.4, outside_decode_share=0.035),
+      row("hf-infer:longlm_large:32", 2, batch=32, examples_per_s=5.36)]}
+  monkeypatch.setattr(run_all, "_load", lambda name: gpu_json if name == "gpu" else None)
+  lines = {line.split(" | ")[0]: line for line in run_all.results_table().splitlines()}
+  greedy = next(v for k, v in lines.items() if "greedy decoding, batch 32" in k)
+  assert "2.50x (50 tokens/s)" in greedy and "day 1, gpu 1" in greedy
+  job = next(v for k, v in lines.items() if "eval-only job" in k)
+  assert "95.4 examples/s; HF's loop 5.36 (run 2" in job and "| <= 0.20 | yes |" in job
