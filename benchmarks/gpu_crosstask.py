@@ -140,7 +140,8 @@ def row_config(row: gpu_spec.Row, **overrides: Any):
   """The row's model config: its layer scan and layouts, and `overrides`."""
   return model_config(row.model, scan_layers=row.scan, scan_unroll=row.unroll,
                       cross_keys_last=row.cross_keys_last,
-                      decode_cross_attention=row.decode_cross_attention, **overrides)
+                      decode_cross_attention=row.decode_cross_attention,
+                      decode_fused_qkv=row.decode_fused_qkv, **overrides)
 
 
 def train_workload(row: gpu_spec.Row, lengths: Lengths):

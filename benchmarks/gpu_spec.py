@@ -43,9 +43,11 @@ _XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('s
                 **{f'unroll{n}': ('unroll', n) for n in (2, 4, 8)}}
 # `keysfirst`: decoding caches the encoder keys [b, h, len, d] (cross_keys_last=False);
 # `pallas_cross`: a step's cross-attention is one Pallas flash-decoding kernel
-# (decode_cross_attention='pallas').
+# (decode_cross_attention='pallas'). `fused_qkv`: a step's self-attention projects its
+# query, key and value in one matmul (decode_fused_qkv).
 _DECODE_OPTIONS = {**_XLA_OPTIONS, 'keysfirst': ('cross_keys_last', False),
-                   'pallas_cross': ('decode_cross_attention', 'pallas')}
+                   'pallas_cross': ('decode_cross_attention', 'pallas'),
+                   'fused_qkv': ('decode_fused_qkv', True)}
 _OPTIMIZERS = {'adafactor': ('optimizer', 'adafactor'), 'adamw': ('optimizer', 'adamw')}
 _HF_DECODE = {'static': ('cache', 'static'), 'dynamic': ('cache', 'dynamic'),
               'compile': ('compiled', True)}
@@ -78,6 +80,7 @@ class Row:
   unroll: int = 1  # crosstask rows: layers per scan iteration
   cross_keys_last: bool = True  # decode, infer: the cached encoder keys' layout
   decode_cross_attention: str = 'einsum'  # decode, infer: a step's cross-attention
+  decode_fused_qkv: bool = False  # decode, infer: a step's query, key and value as one matmul
   checkpointing: bool = False  # hf-train: gradient checkpointing
   compiled: bool = False  # hf rows: torch.compile
   cache: str = 'static'  # hf-decode, hf-infer

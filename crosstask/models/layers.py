@@ -124,6 +124,11 @@ class RelativePositionBias(nn.Module):
     return values[None]
 
 
+# The name of self-attention's stacked query, key and value kernels in decoding's
+# parameters (model.params_for_decoding).
+FUSED_QKV = "qkv"
+
+
 class MultiHeadAttention(nn.Module):
   """T5 attention: no 1/sqrt(d) scaling (folded into the query init), optional kv cache.
 
@@ -147,9 +152,16 @@ class MultiHeadAttention(nn.Module):
     dt, pdt = cfg.compute_dtype, cfg.params_dtype
     h, d, dm = cfg.num_heads, cfg.d_kv, cfg.d_model
     normal = nn.initializers.normal
-    wq = _param(self, "query", normal((dm * d) ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
-    wk = _param(self, "key", normal(dm ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
-    wv = _param(self, "value", normal(dm ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
+    # The decoding loop's parameters may hold self-attention's kernels stacked as one
+    # [d_model, 3, heads, d_kv] `qkv` (model.params_for_decoding, `decode_fused_qkv`).
+    fused_qkv = decode and self.has_variable("params", FUSED_QKV)
+    if fused_qkv:
+      wqkv = self.get_variable("params", FUSED_QKV)
+    else:
+      wq = _param(self, "query", normal((dm * d) ** -0.5), (dm, h, d), ("embed", "heads", "kv"),
+                  pdt)
+      wk = _param(self, "key", normal(dm ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
+      wv = _param(self, "value", normal(dm ** -0.5), (dm, h, d), ("embed", "heads", "kv"), pdt)
     wo = _param(self, "out", normal((h * d) ** -0.5), (h, d, dm), ("heads", "kv", "embed"), pdt)
     qkv_names = ("batch", "length", "heads", "kv")
 
@@ -181,7 +193,11 @@ class MultiHeadAttention(nn.Module):
     # keys-last ([b, h, d, len]): each step's product with a few query rows (beam
     # copies) is then a plain [q, d] x [d, len] matmul over the cache as stored.
     # (`cross_keys_last=False` keeps them [b, h, len, d] instead: a layout to measure.)
-    query = project_heads_first(inputs_q, wq)
+    if fused_qkv:  # one matmul: [b, q, 3, h, d], split into heads-first q, k, v
+      qkv = dense(inputs_q, wqkv.astype(dt))
+      query, key, value = (jnp.swapaxes(qkv[:, :, i], 1, 2) for i in range(3))
+    else:
+      query = project_heads_first(inputs_q, wq)
     cached_cross = decode and self.is_cross_attention
     kernel = cached_cross and cfg.decode_cross_attention != "einsum"
     keys_last = cached_cross and cfg.cross_keys_last and not kernel
@@ -202,7 +218,7 @@ class MultiHeadAttention(nn.Module):
         stored = attention.pad_for_decode_kernel if kernel else lambda x: x
         self.put_variable("cache", "cross_key", stored(key))
         self.put_variable("cache", "cross_value", stored(value))
-    else:
+    elif not fused_qkv:
       key, value = project_heads_first(inputs_kv, wk), project_heads_first(inputs_kv, wv)
 
     # The layer's bias: its padding / segment mask plus the shared position bias, added

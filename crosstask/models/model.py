@@ -24,6 +24,7 @@ import jax.numpy as jnp
 
 from crosstask.models import decoding
 from crosstask.models import layer_stacking
+from crosstask.models import layers
 from crosstask.models import losses
 
 Batch = Mapping[str, jax.Array]
@@ -227,7 +228,8 @@ class EncoderDecoderModel:
     max_len = dec_in.shape[1]
     module, params = self._decoding_network(params)
     params = params_for_decoding(params, module.config.compute_dtype,
-                                 module.config.residual_stream_dtype)
+                                 module.config.residual_stream_dtype,
+                                 fused_qkv=module.config.decode_fused_qkv)
     # Encoder keys/values stay out of the loop state at batch B: the loop neither
     # repeats them per beam nor reorders them every step (see layers.MultiHeadAttention).
     static_cache, cache = _split_cross_cache(init_cache)
@@ -264,7 +266,8 @@ _READ_IN_COMPUTE_DTYPE = frozenset({"query", "key", "value", "out", "wi", "wo", 
                                     "logits_dense"})
 
 
-def params_for_decoding(params, compute_dtype, residual_dtype=None) -> Any:
+def params_for_decoding(params, compute_dtype, residual_dtype=None, *,
+                        fused_qkv: bool = False) -> Any:
   """`params` with every leaf the network casts to `compute_dtype` cast once, here.
 
   Why: inside the decoding loop XLA converts the float32 weights again at every step
@@ -273,6 +276,8 @@ def params_for_decoding(params, compute_dtype, residual_dtype=None) -> Any:
   the compute dtype; the network's own cast is then a no-op, so decodes are the same
   token for token. A residual stream in another dtype than `compute_dtype` (config
   `residual_dtype`) looks the embedding up in its own dtype: the embedding stays as it is.
+  With `fused_qkv`, each self-attention's query, key and value kernels are stacked into
+  one [d_model, 3, heads, d_kv] `qkv` kernel, here once rather than at every step.
   """
   keep_embedding = residual_dtype is not None and jnp.dtype(residual_dtype) != compute_dtype
 
@@ -283,7 +288,18 @@ def params_for_decoding(params, compute_dtype, residual_dtype=None) -> Any:
     if wanted and jnp.issubdtype(leaf.dtype, jnp.floating) and leaf.dtype != compute_dtype:
       return leaf.astype(compute_dtype)
     return leaf
-  return jax.tree_util.tree_map_with_path(cast, params)
+  params = jax.tree_util.tree_map_with_path(cast, params)
+  return _fuse_self_attention_qkv(params) if fused_qkv else params
+
+
+def _fuse_self_attention_qkv(params) -> Any:
+  """Every `self_attention` module's query/key/value kernels as one stacked `qkv`."""
+  flat = traverse_util.flatten_dict(flax.core.unfreeze(params))
+  for path in [p for p in flat if p[-2:] == ("self_attention", "query")]:
+    module = path[:-1]
+    flat[module + (layers.FUSED_QKV,)] = jnp.stack(
+        [flat.pop(module + (name,)) for name in ("query", "key", "value")], axis=1)
+  return traverse_util.unflatten_dict(flat)
 
 
 def _split_cross_cache(cache) -> tuple[dict, dict]:

@@ -67,7 +67,7 @@ def test_weights_cast_once_decode_the_same_tokens(monkeypatch, decode_fn, num_de
   extra = {"temperature": 0.0} if num_decodes == 1 else {}
   fast = np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
                                         num_decodes=num_decodes))
-  monkeypatch.setattr(model_lib, "params_for_decoding", lambda p, *_: p)
+  monkeypatch.setattr(model_lib, "params_for_decoding", lambda p, *_, **__: p)
   plain = np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
                                          num_decodes=num_decodes))
   np.testing.assert_array_equal(fast, plain)
@@ -115,3 +115,49 @@ def test_each_layout_and_kernel_of_cross_attention_decodes_the_same_tokens(
   assert shape == key_shape
   np.testing.assert_array_equal(tokens, plain)
   assert (plain > 1).any()
+
+
+def _loop_dots(cfg) -> int:
+  """dot_general equations in the decoding loop's program (its step, once)."""
+  model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB)
+  encode, loop = model.decoding_programs()
+  encoded, cache = encode(_params(CFG), _batch())
+  jaxpr = jax.make_jaxpr(loop)(_params(CFG), _batch(), encoded, cache, jax.random.key(0))
+  return str(jaxpr).count("dot_general[")
+
+
+def test_fused_qkv_stacks_self_attention_kernels_once_and_a_step_reads_them_in_one_matmul():
+  params = _params(CFG)
+  fused = model_lib.params_for_decoding(params, jnp.bfloat16, fused_qkv=True)
+  attn = fused["decoder"]["layers_2"]["self_attention"]
+  assert sorted(attn) == ["out", "qkv"] and attn["qkv"].dtype == jnp.bfloat16
+  for i, name in enumerate(("query", "key", "value")):
+    want = params["decoder"]["layers_2"]["self_attention"][name].astype(jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(attn["qkv"][:, i], np.float32),
+                                  np.asarray(want, np.float32))
+  # Cross-attention projects only its query in a step; the encoder is not in the loop.
+  assert "qkv" not in fused["decoder"]["layers_2"]["encoder_decoder_attention"]
+  assert "qkv" not in fused["encoder"]["layers_0"]["attention"]
+  # Two matmuls fewer a layer in the step.
+  fused_cfg = dataclasses.replace(CFG, decode_fused_qkv=True)
+  assert _loop_dots(CFG) - _loop_dots(fused_cfg) == 2 * CFG.num_decoder_layers
+
+
+@pytest.mark.parametrize("scan", [False, True], ids=["unrolled", "scanned"])
+@pytest.mark.parametrize("decode_fn,num_decodes", [(decoding.temperature_sample, 1),
+                                                   (decoding.beam_search, 3)])
+def test_fused_qkv_decodes_the_same_tokens(decode_fn, num_decodes, scan):
+  plain, _ = _decode_with(CFG, decode_fn, num_decodes)
+  cfg = dataclasses.replace(CFG, decode_fused_qkv=True, scan_layers=scan)
+  extra = {"temperature": 0.0} if num_decodes == 1 else {}
+  params = layer_stacking.stack_layers(_params(CFG)) if scan else _params(CFG)
+  model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
+  tokens = np.asarray(model.predict_batch(params, _batch(), decoder_params=extra,
+                                          num_decodes=num_decodes))
+  np.testing.assert_array_equal(tokens, plain)
+  assert (plain > 1).any()
+
+
+def test_fused_qkv_is_checked():
+  with pytest.raises(ValueError, match="decode_fused_qkv must be a bool"):
+    TransformerConfig(decode_fused_qkv="yes")
