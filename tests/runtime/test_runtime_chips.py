@@ -22,3 +22,13 @@ def test_device_kinds_map_to_the_table(device_kind, name, peak):
 def test_cpu_and_unknown_parts_have_no_chip():
   assert topology.chip_for_device_kind('cpu') is None
   assert topology.chip_for_device_kind('Radeon 7900') is None
+
+
+def test_the_prediction_counts_hbm_bytes_at_the_calibrated_share_of_the_bandwidth():
+  # The H200's memory-bound kernels reach 68% of its published bandwidth (four measured
+  # LongLM-large steps); uncalibrated chips and the H100 count the published figure.
+  h200 = topology.chip_for_device_kind('NVIDIA H200')
+  assert h200.effective_hbm_bytes_per_s == pytest.approx(0.68 * 4.8e12)
+  for kind in ('NVIDIA H100 80GB HBM3', 'TPU v5 lite', 'TPU v4'):
+    chip = topology.chip_for_device_kind(kind)
+    assert chip.effective_hbm_bytes_per_s == chip.hbm_bytes_per_s

@@ -109,7 +109,7 @@ def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction():
   # hours for TRAIN_STEPS.
   chip = topology.CHIPS['v5e']
   terms = (report['predicted_flops_per_chip'] / chip.peak_bf16_flops,
-           report['predicted_hbm_bytes_per_chip'] / chip.hbm_bytes_per_s,
+           report['predicted_hbm_bytes_per_chip'] / chip.effective_hbm_bytes_per_s,
            report['collective_bytes'] / chip.interconnect_bytes_per_s)
   step_s = sum(terms)
   assert report['predicted_step_s'] == pytest.approx(step_s)

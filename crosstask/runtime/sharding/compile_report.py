@@ -151,7 +151,9 @@ def predict(r: Report, chip: topology_lib.Chip | None,
   as if no term overlapped another: most of a step's kernels are bound by one of
   them, and on an H100 the sum came within 7% of five measured train steps
   (LongLM-large and T5 1.1 base; the roofline alone was 1.45-1.73x too fast;
-  benchmarks/README.md, GPU). FLOPs are the model's own count
+  benchmarks/README.md, GPU). HBM bytes count at the bandwidth the chip's steps were
+  measured to reach (`Chip.hbm_efficiency`: the H200's memory-bound kernels reach 68%
+  of its published figure). FLOPs are the model's own count
   (`model_flops.executed_train_step`: every layer, attention included, plus the
   forward work remat recomputes) rather than XLA's cost model, which counts a
   scanned stack's loop body once and a fused attention kernel not at all; HBM and
@@ -164,7 +166,7 @@ def predict(r: Report, chip: topology_lib.Chip | None,
     return r
   link = chip.interconnect_bytes_per_s
   terms = {'flops': r.predicted_flops_per_chip / chip.peak_bf16_flops,
-           'hbm': (r.predicted_hbm_bytes_per_chip or 0.0) / chip.hbm_bytes_per_s,
+           'hbm': (r.predicted_hbm_bytes_per_chip or 0.0) / chip.effective_hbm_bytes_per_s,
            'collectives': r.collective_bytes / link if link else 0.0}
   bound = max(terms, key=terms.get)
   step_s = sum(terms.values())
@@ -253,7 +255,7 @@ def _prediction_lines(r: Report, chip: topology_lib.Chip | None) -> list[str]:
       f'  predicted step {r.predicted_step_s * 1e3:9.2f} ms  (FLOPs '
       f'{terms.get("flops", 0) * 1e3:.2f} ms at {chip.peak_bf16_flops / 1e12:.0f} '
       f'TFLOP/s + HBM {terms.get("hbm", 0) * 1e3:.2f} ms at '
-      f'{chip.hbm_bytes_per_s / 1e9:.0f} GB/s + collectives '
+      f'{chip.effective_hbm_bytes_per_s / 1e9:.0f} GB/s + collectives '
       f'{terms.get("collectives", 0) * 1e3:.2f} ms at '
       f'{chip.interconnect_bytes_per_s / 1e9:.0f} GB/s; none overlapping)',
       f'  roofline       {r.predicted_floor_s * 1e3:9.2f} ms  ({r.predicted_bound}-bound: '

@@ -37,6 +37,16 @@ class Chip:
   chip_config: str  # get_topology_desc's chip_config_name: one device per chip
   # Bytes a second one chip can send to its peers (ICI links; NVLink for a GPU).
   interconnect_bytes_per_s: float = 0.0
+  # The share of `hbm_bytes_per_s` at which crosstask.compile's prediction counts a step's
+  # HBM bytes, calibrated on measured train steps (benchmarks/README.md, GPU): 1.0 where
+  # the published figure fits (H100: five steps within 7%) or nothing was measured; the
+  # H200's from its four LongLM-large steps, whose memory-bound kernels ran 16% faster
+  # than the H100's for 43% more bandwidth.
+  hbm_efficiency: float = 1.0
+
+  @property
+  def effective_hbm_bytes_per_s(self) -> float:
+    return self.hbm_bytes_per_s * self.hbm_efficiency
 
 
 CHIPS = {
@@ -48,7 +58,7 @@ CHIPS = {
 # GPUs by the words of their jax `device_kind` ('NVIDIA H100 80GB HBM3'); most specific
 # first, so 'H100 PCIe' wins over 'H100'.
 GPUS = {
-    'H200': Chip('H200', 141, 989e12, 4.8e12, 0, 1, '', 450e9),
+    'H200': Chip('H200', 141, 989e12, 4.8e12, 0, 1, '', 450e9, hbm_efficiency=0.68),
     'H100 PCIe': Chip('H100 PCIe', 80, 756e12, 2.0e12, 0, 1, '', 64e9),
     'H100': Chip('H100', 80, 989e12, 3.35e12, 0, 1, '', 450e9),
     'A100': Chip('A100', 80, 312e12, 2.0e12, 0, 1, '', 300e9),
