@@ -141,7 +141,7 @@ def row_config(row: gpu_spec.Row, **overrides: Any):
   return model_config(row.model, scan_layers=row.scan, scan_unroll=row.unroll,
                       cross_keys_last=row.cross_keys_last,
                       decode_cross_attention=row.decode_cross_attention,
-                      decode_fused_qkv=row.decode_fused_qkv, **overrides)
+                      fused_qkv=row.fused_qkv, fused_mlp=row.fused_mlp, **overrides)
 
 
 def train_workload(row: gpu_spec.Row, lengths: Lengths):

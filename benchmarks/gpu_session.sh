@@ -5,14 +5,16 @@
 #      remat dots_attention, scan, two layers an iteration, batch 64) and of a greedy
 #      decode (batch 32), raw traces kept under $OUT/raw
 #   2. the GPU default's train row and HF's fused AdamW beside it; the attention check;
+#      the default with attention's projections of one input as one matmul (`fused_qkv`);
 #      greedy and beam-4 decoding as they are and with each step's cross-attention one
 #      Pallas flash-decoding kernel (`pallas_cross`: +2.6% at greedy batch 32 on an
 #      H200, run 11; its beam row decides whether it becomes the default) and with
 #      each step's query, key and value one matmul (`fused_qkv`: three small GEMMs a
 #      layer took 12 us for 2 us of weights at full HBM rate, H100 run 9); greedy at
 #      batch 128
-#   3. T5 1.1 base and large; four layers an iteration; the remat that saves the norms
-#      too (batch 48); optax AdamW
+#   3. T5 1.1 base and large, base also with `fused_qkv` and its gated MLP's two input
+#      matmuls as one (`fused_mlp`); four layers an iteration; the remat that saves the
+#      norms too (batch 48); optax AdamW
 #   4. HF's compiled and checkpointed settings (each may take its whole time limit)
 #      and the other HF settings
 #   5. settings measured already and kept for their CPU twins' tests: the eval-only
@@ -114,10 +116,12 @@ fi
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" "hf-train:$M:$B:adamw" check
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv"
   "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:fused_qkv"
   "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL" "decode:$M:4:$DEC:scan:fused_qkv"
   "decode:$M:1:$WIDE:scan"
   "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
+  "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv:fused_mlp"
   "train:$M:$ATT:dots_attention:$BIG:scan:$UNROLL_MORE" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"
   "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$WIDE:compile"

@@ -39,15 +39,16 @@ POSITIONAL = {
     'hf-infer': ('model', 'batch'),
 }
 # `unrollN`: N layers per iteration of the layer scan (TransformerConfig.scan_unroll).
+# `fused_qkv` / `fused_mlp`: projections that read one input as one matmul (attention's
+# query, key and value; a gated MLP's input branches; TransformerConfig's fields).
 _XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('scan', True),
-                **{f'unroll{n}': ('unroll', n) for n in (2, 4, 8)}}
+                **{f'unroll{n}': ('unroll', n) for n in (2, 4, 8)},
+                'fused_qkv': ('fused_qkv', True), 'fused_mlp': ('fused_mlp', True)}
 # `keysfirst`: decoding caches the encoder keys [b, h, len, d] (cross_keys_last=False);
 # `pallas_cross`: a step's cross-attention is one Pallas flash-decoding kernel
-# (decode_cross_attention='pallas'). `fused_qkv`: a step's self-attention projects its
-# query, key and value in one matmul (decode_fused_qkv).
+# (decode_cross_attention='pallas').
 _DECODE_OPTIONS = {**_XLA_OPTIONS, 'keysfirst': ('cross_keys_last', False),
-                   'pallas_cross': ('decode_cross_attention', 'pallas'),
-                   'fused_qkv': ('decode_fused_qkv', True)}
+                   'pallas_cross': ('decode_cross_attention', 'pallas')}
 _OPTIMIZERS = {'adafactor': ('optimizer', 'adafactor'), 'adamw': ('optimizer', 'adamw')}
 _HF_DECODE = {'static': ('cache', 'static'), 'dynamic': ('cache', 'dynamic'),
               'compile': ('compiled', True)}
@@ -80,7 +81,8 @@ class Row:
   unroll: int = 1  # crosstask rows: layers per scan iteration
   cross_keys_last: bool = True  # decode, infer: the cached encoder keys' layout
   decode_cross_attention: str = 'einsum'  # decode, infer: a step's cross-attention
-  decode_fused_qkv: bool = False  # decode, infer: a step's query, key and value as one matmul
+  fused_qkv: bool = False  # crosstask rows: attention's projections of one input as one matmul
+  fused_mlp: bool = False  # crosstask rows: a gated MLP's input branches as one matmul
   checkpointing: bool = False  # hf-train: gradient checkpointing
   compiled: bool = False  # hf rows: torch.compile
   cache: str = 'static'  # hf-decode, hf-infer

@@ -200,7 +200,8 @@ def _default_decoding(row: gpu_spec.Row) -> bool:
   """Whether a decode row runs as crosstask decodes by default (no XLA flag or cache
   layout under trial)."""
   return (row.flags == "default" and row.cross_keys_last and row.unroll == 1
-          and row.decode_cross_attention == "einsum" and not row.decode_fused_qkv)
+          and row.decode_cross_attention == "einsum" and not row.fused_qkv
+          and not row.fused_mlp)
 
 
 def write_readme() -> None:

@@ -83,11 +83,16 @@ class TransformerConfig:
   # which the runtime's platform profile picks off a GPU); keys cached [b, h, len, d]
   # whatever cross_keys_last says (models/attention.py).
   decode_cross_attention: str = "einsum"
-  # A decoding step's self-attention projects its token's query, key and value as one
-  # matmul, over the three kernels stacked once a decode (model.params_for_decoding),
-  # instead of three small ones that each read their kernel at a fraction of the HBM
-  # rate (benchmarks/README.md, GPU). Parameters are stored apart as ever.
-  decode_fused_qkv: bool = False
+  # Projections that read the same input as one matmul over their kernels stacked:
+  # self-attention's query, key and value and cross-attention's key and value
+  # (`fused_qkv`), a gated MLP's input branches (`fused_mlp`). One wider GEMM instead of
+  # two or three, and in the backward pass one input gradient instead of a sum. Training
+  # stacks the kernels with their cast to the compute dtype, a decode once
+  # (model.params_for_decoding), where a step's three small GEMMs each read their kernel
+  # at a fraction of the HBM rate (benchmarks/README.md, GPU). Parameters and
+  # checkpoints keep the kernels apart.
+  fused_qkv: bool = False
+  fused_mlp: bool = False
 
   def __post_init__(self):
     # Gin hands lists; keep the record hashable.
@@ -123,9 +128,9 @@ class TransformerConfig:
     if self.decode_cross_attention not in DECODE_CROSS_ATTENTION:
       raise ValueError(f"TransformerConfig.decode_cross_attention must be one of "
                        f"{DECODE_CROSS_ATTENTION}, got {self.decode_cross_attention!r}")
-    if not isinstance(self.decode_fused_qkv, bool):
-      raise ValueError(f"TransformerConfig.decode_fused_qkv must be a bool, "
-                       f"got {self.decode_fused_qkv!r}")
+    for name in ("fused_qkv", "fused_mlp"):
+      if not isinstance(getattr(self, name), bool):
+        raise ValueError(f"TransformerConfig.{name} must be a bool, got {getattr(self, name)!r}")
     if not isinstance(self.cross_keys_last, bool):
       raise ValueError(f"TransformerConfig.cross_keys_last must be a bool, "
                        f"got {self.cross_keys_last!r}")

@@ -124,9 +124,10 @@ class RelativePositionBias(nn.Module):
     return values[None]
 
 
-# The name of self-attention's stacked query, key and value kernels in decoding's
-# parameters (model.params_for_decoding).
+# The names of self-attention's stacked query, key and value kernels and of a gated
+# MLP's stacked input kernels in decoding's parameters (model.params_for_decoding).
 FUSED_QKV = "qkv"
+FUSED_MLP = "wi_stacked"
 
 
 class MultiHeadAttention(nn.Module):
@@ -153,9 +154,9 @@ class MultiHeadAttention(nn.Module):
     h, d, dm = cfg.num_heads, cfg.d_kv, cfg.d_model
     normal = nn.initializers.normal
     # The decoding loop's parameters may hold self-attention's kernels stacked as one
-    # [d_model, 3, heads, d_kv] `qkv` (model.params_for_decoding, `decode_fused_qkv`).
-    fused_qkv = decode and self.has_variable("params", FUSED_QKV)
-    if fused_qkv:
+    # [d_model, heads, 3, d_kv] `qkv` (model.params_for_decoding, `fused_qkv`).
+    stacked = decode and self.has_variable("params", FUSED_QKV)
+    if stacked:
       wqkv = self.get_variable("params", FUSED_QKV)
     else:
       wq = _param(self, "query", normal((dm * d) ** -0.5), (dm, h, d), ("embed", "heads", "kv"),
@@ -168,6 +169,22 @@ class MultiHeadAttention(nn.Module):
     def project(x, w):
       return nn.with_logical_constraint(dense(x, w.astype(dt)), qkv_names)
 
+    def project_stacked(x, w):  # [d_model, h, n, d] kernels -> n [b, len, h, d] projections
+      # Stacked inside the heads axis, so a model-parallel split of the heads stays the
+      # leading split of the matmul's output columns.
+      out = dense(x, w.astype(dt))
+      return [nn.with_logical_constraint(out[:, :, :, i], qkv_names) for i in range(w.shape[2])]
+
+    def query_key_value(x_q, x_kv):
+      """[b, len, h, d] projections; with `fused_qkv` the ones of one input in one matmul."""
+      if stacked:
+        return project_stacked(x_q, wqkv)
+      if cfg.fused_qkv and not self.is_cross_attention:
+        return project_stacked(x_q, jnp.stack([wq, wk, wv], axis=2))
+      if cfg.fused_qkv:
+        return [project(x_q, wq), *project_stacked(x_kv, jnp.stack([wk, wv], axis=2))]
+      return [project(x_q, wq), project(x_kv, wk), project(x_kv, wv)]
+
     def output(out):  # [b, q, h, d] -> [b, q, d_model]
       # One contracted axis of h*d, laid out as the stored [h, d, m] weight already is,
       # so the weight is read as stored instead of being transposed on every call.
@@ -178,9 +195,8 @@ class MultiHeadAttention(nn.Module):
     if cfg.attention in attention.FUSED and not decode:
       if mask is None:
         raise ValueError("fused attention needs an AttentionMask (got None)")
-      out = attention.fused_attention(cfg.attention, project(inputs_q, wq),
-                                      project(inputs_kv, wk), project(inputs_kv, wv), mask,
-                                      position_bias)
+      out = attention.fused_attention(cfg.attention, *query_key_value(inputs_q, inputs_kv),
+                                      mask, position_bias)
       return output(out)
 
     def project_heads_first(x, w):
@@ -193,12 +209,11 @@ class MultiHeadAttention(nn.Module):
     # keys-last ([b, h, d, len]): each step's product with a few query rows (beam
     # copies) is then a plain [q, d] x [d, len] matmul over the cache as stored.
     # (`cross_keys_last=False` keeps them [b, h, len, d] instead: a layout to measure.)
-    if fused_qkv:  # one matmul: [b, q, 3, h, d], split into heads-first q, k, v
-      qkv = dense(inputs_q, wqkv.astype(dt))
-      query, key, value = (jnp.swapaxes(qkv[:, :, i], 1, 2) for i in range(3))
-    else:
-      query = project_heads_first(inputs_q, wq)
     cached_cross = decode and self.is_cross_attention
+    if cached_cross:  # the query alone: keys and values are projected once a decode
+      query = project_heads_first(inputs_q, wq)
+    else:
+      query, key, value = (jnp.swapaxes(x, 1, 2) for x in query_key_value(inputs_q, inputs_kv))
     kernel = cached_cross and cfg.decode_cross_attention != "einsum"
     keys_last = cached_cross and cfg.cross_keys_last and not kernel
     if cached_cross:
@@ -218,8 +233,6 @@ class MultiHeadAttention(nn.Module):
         stored = attention.pad_for_decode_kernel if kernel else lambda x: x
         self.put_variable("cache", "cross_key", stored(key))
         self.put_variable("cache", "cross_value", stored(value))
-    elif not fused_qkv:
-      key, value = project_heads_first(inputs_kv, wk), project_heads_first(inputs_kv, wv)
 
     # The layer's bias: its padding / segment mask plus the shared position bias, added
     # here rather than once per stack, so the position bias's gradient is summed over
@@ -278,12 +291,24 @@ class MlpBlock(nn.Module):
   def __call__(self, x: jax.Array, *, enable_dropout: bool = False) -> jax.Array:
     cfg = self.config
     dt, pdt = cfg.compute_dtype, cfg.params_dtype
+    n = len(cfg.activations)
+    # Stacked kernels are [d_model, d_ff, n]: the branches inside the mlp axis, so a
+    # model-parallel split of it stays the leading split of the matmul's output columns.
+    if self.has_variable("params", FUSED_MLP):  # decoding's, stacked once a decode
+      inputs = dense(x, self.get_variable("params", FUSED_MLP).astype(dt))  # [..., d_ff, n]
+      inputs = [inputs[..., i] for i in range(n)]
+    else:
+      kernels = [_param(self, "wi" if n == 1 else f"wi_{i}",
+                        nn.initializers.normal(cfg.d_model ** -0.5), (cfg.d_model, cfg.d_ff),
+                        ("embed", "mlp"), pdt) for i in range(n)]
+      if cfg.fused_mlp and n > 1:  # the branches' inputs as one matmul
+        inputs = dense(x, jnp.stack(kernels, axis=2).astype(dt))
+        inputs = [inputs[..., i] for i in range(n)]
+      else:
+        inputs = [dense(x, w.astype(dt)) for w in kernels]
     hidden = None
-    for i, act in enumerate(cfg.activations):
-      name = "wi" if len(cfg.activations) == 1 else f"wi_{i}"
-      w = _param(self, name, nn.initializers.normal(cfg.d_model ** -0.5),
-                 (cfg.d_model, cfg.d_ff), ("embed", "mlp"), pdt)
-      branch = activation(act)(dense(x, w.astype(dt)))
+    for act, branch_input in zip(cfg.activations, inputs):
+      branch = activation(act)(branch_input)
       hidden = branch if hidden is None else hidden * branch
     hidden = nn.with_logical_constraint(hidden, ("batch", "length", "mlp"))
     hidden = nn.Dropout(cfg.dropout_rate)(hidden, deterministic=not enable_dropout)

@@ -229,7 +229,8 @@ class EncoderDecoderModel:
     module, params = self._decoding_network(params)
     params = params_for_decoding(params, module.config.compute_dtype,
                                  module.config.residual_stream_dtype,
-                                 fused_qkv=module.config.decode_fused_qkv)
+                                 fused_qkv=module.config.fused_qkv,
+                                 fused_mlp=module.config.fused_mlp)
     # Encoder keys/values stay out of the loop state at batch B: the loop neither
     # repeats them per beam nor reorders them every step (see layers.MultiHeadAttention).
     static_cache, cache = _split_cross_cache(init_cache)
@@ -267,7 +268,7 @@ _READ_IN_COMPUTE_DTYPE = frozenset({"query", "key", "value", "out", "wi", "wo", 
 
 
 def params_for_decoding(params, compute_dtype, residual_dtype=None, *,
-                        fused_qkv: bool = False) -> Any:
+                        fused_qkv: bool = False, fused_mlp: bool = False) -> Any:
   """`params` with every leaf the network casts to `compute_dtype` cast once, here.
 
   Why: inside the decoding loop XLA converts the float32 weights again at every step
@@ -277,7 +278,8 @@ def params_for_decoding(params, compute_dtype, residual_dtype=None, *,
   token for token. A residual stream in another dtype than `compute_dtype` (config
   `residual_dtype`) looks the embedding up in its own dtype: the embedding stays as it is.
   With `fused_qkv`, each self-attention's query, key and value kernels are stacked into
-  one [d_model, 3, heads, d_kv] `qkv` kernel, here once rather than at every step.
+  one [d_model, heads, 3, d_kv] `qkv` kernel, and with `fused_mlp` a gated MLP's input
+  kernels into one [d_model, d_ff, n]: here, once, rather than at every step.
   """
   keep_embedding = residual_dtype is not None and jnp.dtype(residual_dtype) != compute_dtype
 
@@ -289,16 +291,18 @@ def params_for_decoding(params, compute_dtype, residual_dtype=None, *,
       return leaf.astype(compute_dtype)
     return leaf
   params = jax.tree_util.tree_map_with_path(cast, params)
-  return _fuse_self_attention_qkv(params) if fused_qkv else params
-
-
-def _fuse_self_attention_qkv(params) -> Any:
-  """Every `self_attention` module's query/key/value kernels as one stacked `qkv`."""
+  if not (fused_qkv or fused_mlp):
+    return params
   flat = traverse_util.flatten_dict(flax.core.unfreeze(params))
-  for path in [p for p in flat if p[-2:] == ("self_attention", "query")]:
-    module = path[:-1]
-    flat[module + (layers.FUSED_QKV,)] = jnp.stack(
-        [flat.pop(module + (name,)) for name in ("query", "key", "value")], axis=1)
+
+  def stack(module, names, into):  # on axis 2, as the layers do: inside heads / mlp
+    flat[module + (into,)] = jnp.stack([flat.pop(module + (n,)) for n in names], axis=2)
+  for path in list(flat):
+    if fused_qkv and path[-2:] == ("self_attention", "query"):
+      stack(path[:-1], ("query", "key", "value"), layers.FUSED_QKV)
+    if fused_mlp and path[-2:] == ("mlp", "wi_0"):
+      branches = sorted(n[-1] for n in flat if n[:-1] == path[:-1] and n[-1].startswith("wi_"))
+      stack(path[:-1], branches, layers.FUSED_MLP)
   return traverse_util.unflatten_dict(flat)
 
 

@@ -5,7 +5,7 @@ with this venv's Python made to see only the packages the device image has or th
 session carries (`gpu_image.py`), as run 9's eval-only rows found out the hard way.
 
 One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
-(25 rows: the GPU's 31 less six that differ there only in batch, model, unroll past
+(27 rows: the GPU's 33 less six that differ there only in batch, model, unroll past
 the tiny stacks or beam search's kernel row; on the GPU
 each row has its own process, here the rows of one framework and XLA flags share one:
 208 -> 122 s in the cold suite; HF's compiled rows through Dynamo and AOTAutograd's
@@ -82,7 +82,7 @@ def _check_the_session(session, rows):
   test_benchmark_profile.check_categories_agree_with_the_name_stack(again)
   assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
-  assert len(rows) == 25 and not failed and rows["check"]["ok"], failed
+  assert len(rows) == 27 and not failed and rows["check"]["ok"], failed
   assert {r["kind"] for r in rows.values()} == {
       "check", "train", "hf-train", "decode", "hf-decode", "infer", "hf-infer"}
   assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in rows.values())
@@ -134,6 +134,12 @@ def _check_the_rows_measure_what_they_name(rows):
   two = rows["train:tiny:xla:dots_attention:8:scan:unroll2"]
   assert two["settings"]["unroll"] == 2
   assert two["loss"] == pytest.approx(train["loss"], rel=1e-4)
+  # Attention's projections of one input, and the gated MLP's two, as one matmul each:
+  # the same step.
+  for name in ("train:tiny:xla:dots_attention:8:scan:unroll2:fused_qkv",
+               "train:tiny:xla:dots_attention:8:scan:unroll2:fused_qkv:fused_mlp"):
+    assert rows[name]["settings"]["fused_qkv"] is True, name
+    assert rows[name]["loss"] == pytest.approx(two["loss"], rel=1e-3), name
   # The attention row (cudnn_segments on the GPU; its XLA twin here) trains the same
   # step on the same data and parameters as the einsum row.
   fused = rows["train:tiny:dot_product:dots_attention:8:scan"]
@@ -163,7 +169,7 @@ def _check_the_rows_measure_what_they_name(rows):
   # So does a step's query, key and value as one matmul, greedy and beam 4.
   for beams in (1, 4):
     fused = rows[f"decode:tiny:{beams}:8:scan:fused_qkv"]
-    assert fused["settings"]["decode_fused_qkv"] is True
+    assert fused["settings"]["fused_qkv"] is True
     assert fused["generated_tokens"] == rows[f"decode:tiny:{beams}:8:scan"]["generated_tokens"]
   # The ratio is against HF's fastest twin: static, compiled or dynamic cache.
   decode = rows["decode:tiny:1:8:scan"]

@@ -133,13 +133,13 @@ def test_fused_qkv_stacks_self_attention_kernels_once_and_a_step_reads_them_in_o
   assert sorted(attn) == ["out", "qkv"] and attn["qkv"].dtype == jnp.bfloat16
   for i, name in enumerate(("query", "key", "value")):
     want = params["decoder"]["layers_2"]["self_attention"][name].astype(jnp.bfloat16)
-    np.testing.assert_array_equal(np.asarray(attn["qkv"][:, i], np.float32),
+    np.testing.assert_array_equal(np.asarray(attn["qkv"][:, :, i], np.float32),
                                   np.asarray(want, np.float32))
   # Cross-attention projects only its query in a step; the encoder is not in the loop.
   assert "qkv" not in fused["decoder"]["layers_2"]["encoder_decoder_attention"]
   assert "qkv" not in fused["encoder"]["layers_0"]["attention"]
   # Two matmuls fewer a layer in the step.
-  fused_cfg = dataclasses.replace(CFG, decode_fused_qkv=True)
+  fused_cfg = dataclasses.replace(CFG, fused_qkv=True)
   assert _loop_dots(CFG) - _loop_dots(fused_cfg) == 2 * CFG.num_decoder_layers
 
 
@@ -148,7 +148,7 @@ def test_fused_qkv_stacks_self_attention_kernels_once_and_a_step_reads_them_in_o
                                                    (decoding.beam_search, 3)])
 def test_fused_qkv_decodes_the_same_tokens(decode_fn, num_decodes, scan):
   plain, _ = _decode_with(CFG, decode_fn, num_decodes)
-  cfg = dataclasses.replace(CFG, decode_fused_qkv=True, scan_layers=scan)
+  cfg = dataclasses.replace(CFG, fused_qkv=True, scan_layers=scan)
   extra = {"temperature": 0.0} if num_decodes == 1 else {}
   params = layer_stacking.stack_layers(_params(CFG)) if scan else _params(CFG)
   model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB, decode_fn=decode_fn)
@@ -159,5 +159,5 @@ def test_fused_qkv_decodes_the_same_tokens(decode_fn, num_decodes, scan):
 
 
 def test_fused_qkv_is_checked():
-  with pytest.raises(ValueError, match="decode_fused_qkv must be a bool"):
-    TransformerConfig(decode_fused_qkv="yes")
+  with pytest.raises(ValueError, match="fused_qkv must be a bool"):
+    TransformerConfig(fused_qkv="yes")

@@ -86,7 +86,7 @@ def test_decoding_reads_the_embedding_in_float32_and_gives_the_plain_programs_to
                                                decoder_params={"temperature": 0.0})
     return np.asarray(tokens), np.asarray(aux["scores"])
   fast = decode()
-  monkeypatch.setattr(model_lib, "params_for_decoding", lambda p, *_: p)
+  monkeypatch.setattr(model_lib, "params_for_decoding", lambda p, *_, **__: p)
   plain = decode()
   np.testing.assert_array_equal(fast[0], plain[0])
   np.testing.assert_array_equal(fast[1], plain[1])
