@@ -295,17 +295,17 @@ class MlpBlock(nn.Module):
     # Stacked kernels are [d_model, d_ff, n]: the branches inside the mlp axis, so a
     # model-parallel split of it stays the leading split of the matmul's output columns.
     if self.has_variable("params", FUSED_MLP):  # decoding's, stacked once a decode
-      inputs = dense(x, self.get_variable("params", FUSED_MLP).astype(dt))  # [..., d_ff, n]
-      inputs = [inputs[..., i] for i in range(n)]
+      stacked = self.get_variable("params", FUSED_MLP)
     else:
       kernels = [_param(self, "wi" if n == 1 else f"wi_{i}",
                         nn.initializers.normal(cfg.d_model ** -0.5), (cfg.d_model, cfg.d_ff),
                         ("embed", "mlp"), pdt) for i in range(n)]
-      if cfg.fused_mlp and n > 1:  # the branches' inputs as one matmul
-        inputs = dense(x, jnp.stack(kernels, axis=2).astype(dt))
-        inputs = [inputs[..., i] for i in range(n)]
-      else:
-        inputs = [dense(x, w.astype(dt)) for w in kernels]
+      stacked = jnp.stack(kernels, axis=2) if cfg.fused_mlp and n > 1 else None
+    if stacked is not None:  # the branches' inputs as one matmul: [..., d_ff, n]
+      out = dense(x, stacked.astype(dt))
+      inputs = [out[..., i] for i in range(n)]
+    else:
+      inputs = [dense(x, w.astype(dt)) for w in kernels]
     hidden = None
     for act, branch_input in zip(cfg.activations, inputs):
       branch = activation(act)(branch_input)
