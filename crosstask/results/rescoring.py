@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from crosstask import records
+from crosstask.text import feature_text
 from crosstask import tracing
 from crosstask import vocabularies
 from crosstask.results import bootstrap
@@ -183,10 +184,6 @@ def _kind(metric_fn) -> str:
   return "predictions"
 
 
-def _text(value) -> str:
-  return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
 def examples(task, split: str, indices: Sequence[int]) -> list[dict]:
   """The split's examples at `indices`, as numpy dicts (the Evaluator's view of them)."""
   ds = tracing.without_autograph(task.get_dataset, None, split=split, shuffle=False,
@@ -229,7 +226,8 @@ class ModelOutputs:
 
 def outputs(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> ModelOutputs:
   """A saved infer output's lines as the Evaluator hands them to the metric functions."""
-  targets = [task.postprocess_fn(_text(ex["targets_pretokenized"]), example=ex, is_target=True)
+  targets = [task.postprocess_fn(feature_text(ex["targets_pretokenized"]), example=ex,
+                                 is_target=True)
              if "targets_pretokenized" in ex else
              task.postprocess_fn(task.output_features["targets"].vocabulary.decode(
                  [int(t) for t in ex["targets"]]), example=ex, is_target=True)

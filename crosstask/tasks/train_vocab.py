@@ -32,6 +32,7 @@ import sentencepiece as spm
 
 from crosstask import startup
 from crosstask import tracing
+from crosstask.text import feature_text
 
 DEFAULT_MODULES = ("crosstask.tasks.all",)
 
@@ -93,7 +94,7 @@ def task_texts(task_name: str, split: str = "train",
   for example in ds.as_numpy_iterator():
     for key in keys:
       value = example[key]
-      yield value.decode("utf-8") if isinstance(value, bytes) else str(value)
+      yield feature_text(value)
 
 
 def file_texts(path: str) -> Iterator[str]:

@@ -14,6 +14,7 @@ import gin
 import numpy as np
 
 from crosstask import tracing
+from crosstask.text import feature_text
 from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.data import host_inputs
@@ -28,7 +29,7 @@ from crosstask.runtime.state import checkpoints
 def _text(ex: dict, key: str, vocab) -> str:
   raw = ex.get(f'{key}_pretokenized')
   if raw is not None:
-    return raw.decode('utf-8') if isinstance(raw, bytes) else str(raw)
+    return feature_text(raw)
   return vocab.decode([int(t) for t in np.asarray(ex[key]).tolist()])
 
 

@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 from crosstask import records
+from crosstask.text import feature_text
 from crosstask import tracing
 from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.predict import fingerprint
@@ -26,15 +27,11 @@ def has_labels(examples: Iterable[Mapping]) -> bool:
   (empty targets): scored, they would read as 0 where nothing was measured."""
   for ex in examples:
     if 'rank_correct' in ex:
-      if _text(ex['rank_correct']) == '1':
+      if feature_text(ex['rank_correct']) == '1':
         return True
-    elif 'targets_pretokenized' in ex and _text(ex['targets_pretokenized']).strip():
+    elif 'targets_pretokenized' in ex and feature_text(ex['targets_pretokenized']).strip():
       return True
   return False
-
-
-def _text(value) -> str:
-  return value.decode('utf-8') if isinstance(value, bytes) else str(value)
 
 
 def _scalar(v: Any) -> float | None:

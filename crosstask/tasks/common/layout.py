@@ -26,6 +26,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping, Sequence
 
+from crosstask import text
 from crosstask.tasks.common.schema import Field
 from crosstask.tasks.common.schema import Schema
 
@@ -160,11 +161,7 @@ def feature_text(value) -> str:
 
   Undecodable bytes become U+FFFD: a postprocessor must not raise on model output.
   """
-  if hasattr(value, "numpy"):
-    value = value.numpy()
-  if hasattr(value, "item") and not isinstance(value, (bytes, str)):
-    value = value.item()
-  return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+  return text.feature_text(value, errors="replace")
 
 
 def parse_fields(schema: Schema, text, fields: Sequence[str], lang: str) -> dict:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
-from crosstask.tasks.common import layout
 from crosstask import tracing
+from crosstask.tasks.common import layout
+from crosstask.text import feature_text
 
 # Predictions a model can produce: empty, unlabelled, half-labelled, markers
 # only, other languages' markers, control characters, undecodable bytes.
@@ -60,10 +61,6 @@ def _examples(task, split: str, n: int) -> list[dict]:
   return list(ds.take(n).as_numpy_iterator())
 
 
-def _text(value) -> str:
-  return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
 def assert_prompt_format(task, expected_prompt: str, split: str = "validation",
                          n: int = 3) -> None:
   """The first `n` examples' decoded inputs start with `expected_prompt` and a space."""
@@ -79,7 +76,7 @@ def assert_prompt_format(task, expected_prompt: str, split: str = "validation",
 def _targets_as_predictions(task, split: str, n: int) -> list:
   out = []
   for ex in _examples(task, split, n):
-    target = _text(ex["targets_pretokenized"])
+    target = feature_text(ex["targets_pretokenized"])
     out.append(task.postprocess_fn(target, example=ex, is_target=True))
   return out
 
