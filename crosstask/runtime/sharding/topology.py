@@ -40,8 +40,8 @@ class Chip:
   # The share of `hbm_bytes_per_s` at which crosstask.compile's prediction counts a step's
   # HBM bytes, calibrated on measured train steps (benchmarks/README.md, GPU): 1.0 where
   # the published figure fits (H100: five steps within 7%) or nothing was measured; the
-  # H200's from its four LongLM-large steps, whose memory-bound kernels ran 16% faster
-  # than the H100's for 43% more bandwidth.
+  # H200's from its four LongLM-large steps: the GPU default's step took 559-565 ms
+  # there against 589 on an H100, where the published bandwidths predicted 19% less.
   hbm_efficiency: float = 1.0
 
   @property
