@@ -26,9 +26,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from crosstask import text
 from crosstask.tasks.common.schema import Field
 from crosstask.tasks.common.schema import Schema
+from crosstask.text import feature_text as _read_text
 
 LANGS = ("zh", "en")
 COLON = {"zh": "：", "en": ": "}
@@ -161,7 +161,7 @@ def feature_text(value) -> str:
 
   Undecodable bytes become U+FFFD: a postprocessor must not raise on model output.
   """
-  return text.feature_text(value, errors="replace")
+  return _read_text(value, errors="replace")
 
 
 def parse_fields(schema: Schema, text, fields: Sequence[str], lang: str) -> dict:
