@@ -130,6 +130,14 @@ FUSED_QKV = "qkv"
 FUSED_MLP = "wi_stacked"
 
 
+def stack_kernels(kernels) -> jax.Array:
+  """Projection kernels read by one matmul, stacked on axis 2: inside the heads axis of
+  [d_model, heads, d_kv] kernels ([d_model, heads, n, d_kv]) and after the mlp axis of
+  [d_model, d_ff] ones ([d_model, d_ff, n]), so a model-parallel split of heads or mlp
+  stays the leading split of the matmul's output columns."""
+  return jnp.stack(kernels, axis=2)
+
+
 class MultiHeadAttention(nn.Module):
   """T5 attention: no 1/sqrt(d) scaling (folded into the query init), optional kv cache.
 
@@ -170,9 +178,7 @@ class MultiHeadAttention(nn.Module):
       return nn.with_logical_constraint(dense(x, w.astype(dt)), qkv_names)
 
     def project_stacked(x, w):  # [d_model, h, n, d] kernels -> n [b, len, h, d] projections
-      # Stacked inside the heads axis, so a model-parallel split of the heads stays the
-      # leading split of the matmul's output columns.
-      out = dense(x, w.astype(dt))
+      out = dense(x, w.astype(dt))  # stacked by stack_kernels
       return [nn.with_logical_constraint(out[:, :, :, i], qkv_names) for i in range(w.shape[2])]
 
     def query_key_value(x_q, x_kv):
@@ -180,9 +186,9 @@ class MultiHeadAttention(nn.Module):
       if stacked:
         return project_stacked(x_q, wqkv)
       if cfg.fused_qkv and not self.is_cross_attention:
-        return project_stacked(x_q, jnp.stack([wq, wk, wv], axis=2))
+        return project_stacked(x_q, stack_kernels([wq, wk, wv]))
       if cfg.fused_qkv:
-        return [project(x_q, wq), *project_stacked(x_kv, jnp.stack([wk, wv], axis=2))]
+        return [project(x_q, wq), *project_stacked(x_kv, stack_kernels([wk, wv]))]
       return [project(x_q, wq), project(x_kv, wk), project(x_kv, wv)]
 
     def output(out):  # [b, q, h, d] -> [b, q, d_model]
@@ -292,15 +298,14 @@ class MlpBlock(nn.Module):
     cfg = self.config
     dt, pdt = cfg.compute_dtype, cfg.params_dtype
     n = len(cfg.activations)
-    # Stacked kernels are [d_model, d_ff, n]: the branches inside the mlp axis, so a
-    # model-parallel split of it stays the leading split of the matmul's output columns.
+    # Stacked kernels (stack_kernels) are [d_model, d_ff, n].
     if self.has_variable("params", FUSED_MLP):  # decoding's, stacked once a decode
       stacked = self.get_variable("params", FUSED_MLP)
     else:
       kernels = [_param(self, "wi" if n == 1 else f"wi_{i}",
                         nn.initializers.normal(cfg.d_model ** -0.5), (cfg.d_model, cfg.d_ff),
                         ("embed", "mlp"), pdt) for i in range(n)]
-      stacked = jnp.stack(kernels, axis=2) if cfg.fused_mlp and n > 1 else None
+      stacked = stack_kernels(kernels) if cfg.fused_mlp and n > 1 else None
     if stacked is not None:  # the branches' inputs as one matmul: [..., d_ff, n]
       out = dense(x, stacked.astype(dt))
       inputs = [out[..., i] for i in range(n)]

@@ -295,8 +295,8 @@ def params_for_decoding(params, compute_dtype, residual_dtype=None, *,
     return params
   flat = traverse_util.flatten_dict(flax.core.unfreeze(params))
 
-  def stack(module, names, into):  # on axis 2, as the layers do: inside heads / mlp
-    flat[module + (into,)] = jnp.stack([flat.pop(module + (n,)) for n in names], axis=2)
+  def stack(module, names, into):  # as the layers stack them in training
+    flat[module + (into,)] = layers.stack_kernels([flat.pop(module + (n,)) for n in names])
   for path in list(flat):
     if fused_qkv and path[-2:] == ("self_attention", "query"):
       stack(path[:-1], ("query", "key", "value"), layers.FUSED_QKV)
