@@ -9,17 +9,20 @@ Keywords = Union[str, Sequence[str]]
 SEPARATOR = "_"
 
 
-def normalize_keyword(keyword: str) -> str:
-  """A keyword as CSL's run_text2text_csl.py compares it: its BERT tokens (uncased)
-  joined without spaces, so case, accents, spacing and control characters never count
-  (`café` is `cafe`)."""
-  return csl_official.joined(keyword)
+def normalize_keyword(keyword: str, vocab_file: str | None = None) -> str:
+  """A keyword as CSL's run_text2text_csl.py compares it: its BERT tokens (uncased;
+  WordPiece under `vocab_file`) joined without spaces, so case, accents, spacing and
+  control characters never count (`café` is `cafe`)."""
+  return csl_official.joined(keyword, vocab_file)
 
 
 def keyword_list(value: Keywords, field: str = "keywords", index: int = 0,
-                 keep_empty: bool = False) -> list[str]:
+                 keep_empty: bool = False, vocab_file: str | None = None,
+                 max_tokens: int | None = None) -> list[str]:
   """Normalised keywords, in order, from a list or a `_`-joined string; the empty ones
-  (`a__b`, a leading or trailing `_`) dropped unless `keep_empty`."""
+  (`a__b`, a leading or trailing `_`) dropped unless `keep_empty`. `max_tokens` keeps
+  the string's first tokens only, as the CSL script reads its gold back (the last
+  keyword may be cut short)."""
   if isinstance(value, str):
     items = value.split(SEPARATOR)
   elif isinstance(value, Sequence):
@@ -27,20 +30,24 @@ def keyword_list(value: Keywords, field: str = "keywords", index: int = 0,
   else:
     raise TypeError(f"{field}[{index}] is {type(value).__name__}; expected a list "
                     f"of keywords or a {SEPARATOR!r}-joined string")
-  out = []
   for position, item in enumerate(items):
     _checks.check_text(item, "keywords", f"{field}[{index}]", position)
-    keyword = normalize_keyword(item)
-    if keyword or keep_empty:
-      out.append(keyword)
-  return out
+  if max_tokens is None:
+    keywords = [normalize_keyword(item, vocab_file) for item in items]
+  else:
+    # `_` is a token of its own, so joining the kept tokens and splitting on it again
+    # gives the same keywords as splitting first, less the cut-off tail.
+    tokens, _ = csl_official.gold_tokens(SEPARATOR.join(items), vocab_file, max_tokens)
+    keywords = "".join(tokens).split(SEPARATOR)
+  return [k for k in keywords if k or keep_empty]
 
 
-def _pairs(targets, predictions, metric, keep_empty=False):
+def _pairs(targets, predictions, metric, keep_empty=False, vocab_file=None,
+           gold_max_tokens=None):
   _checks.check_pairs(targets, predictions, metric)
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
-    yield (keyword_list(target, "targets", i, keep_empty),
-           keyword_list(prediction, "predictions", i, keep_empty))
+    yield (keyword_list(target, "targets", i, keep_empty, vocab_file, gold_max_tokens),
+           keyword_list(prediction, "predictions", i, keep_empty, vocab_file))
 
 
 def keyword_f1(targets: Sequence[Keywords],
@@ -88,8 +95,9 @@ def bpref_single(gold: Sequence[str], ranked: Sequence[str]) -> float:
   return score / relevant if relevant else 0.0
 
 
-def bpref(targets: Sequence[Keywords],
-          predictions: Sequence[Keywords]) -> dict[str, float]:
+def bpref(targets: Sequence[Keywords], predictions: Sequence[Keywords], *,
+          vocab_file: str | None = None,
+          gold_max_tokens: int | None = None) -> dict[str, float]:
   """The CSL benchmark's Bpref for keyword generation, averaged over examples, 0-100.
 
   Definition (CSL run_text2text_csl.py, `--metrics 2`): see `bpref_single`.
@@ -99,7 +107,9 @@ def bpref(targets: Sequence[Keywords],
   Keywords are compared after `normalize_keyword`, and, as there, the empty strings
   that splitting on `_` leaves (`a__b`, `_a`, `a_`) are keywords too: non-relevant
   ones that count in n and |ranked| (`_a` against gold `a` scores 50, not 100). An
-  empty prediction scores 0 either way.
+  empty prediction scores 0 either way. `vocab_file` and `gold_max_tokens` are
+  `csl_official.rouge_l_csl`'s: WordPiece tokens, and the gold cut where the script's
+  `tgt_seq_length - 2` tokens end.
 
   One difference cannot be reproduced from text: the official script never cuts its
   generated tokens at `[SEP]` for Bpref (it does for accuracy), so there `[SEP]` and
@@ -107,7 +117,7 @@ def bpref(targets: Sequence[Keywords],
   crosstask scores the prediction up to EOS (the last keyword counts).
   """
   total, n = 0.0, 0
-  for gold, pred in _pairs(targets, predictions, "bpref", keep_empty=True):
+  for gold, pred in _pairs(targets, predictions, "bpref", True, vocab_file, gold_max_tokens):
     total += bpref_single(gold, pred)
     n += 1
   return {"bpref": 100.0 * total / n}

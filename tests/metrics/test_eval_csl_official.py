@@ -175,3 +175,76 @@ def test_wordpiece_with_a_vocab_file_matches_hf_tokenizers(tmp_path):
   assert ours[:5] == ["深", "度", "学", "[UNK]", "trans"]
   scores = ev.rouge_l_csl(["transformers 学习"], ["transformer"], vocab_file=str(tmp_path / "vocab.txt"))
   assert 0 < scores["rougeL"] < 100
+
+
+def _official_gold_row(tokens, tgt_seq_length):
+  """run_text2text_csl.py's `read_dataset` target row, read back as `evaluate` does:
+  [CLS] + tokens + [SEP] cut to tgt_seq_length, shifted into tgt_out, padded, and
+  everything but the last two positions kept (transcribed, token strings for ids)."""
+  tgt_in = (["[CLS]"] + list(tokens) + ["[SEP]"])[:tgt_seq_length]
+  tgt_out = tgt_in[1:] + ["[PAD]"]
+  tgt_out += ["[PAD]"] * (tgt_seq_length - len(tgt_out))
+  return tgt_out[:-2]
+
+
+def _official_references(text, tgt_seq_length):
+  """The script's gold for ROUGE-L (`--metrics 1`) and for Bpref (`--metrics 2`)."""
+  row = _official_gold_row(_independent_tokens(text, uer=True), tgt_seq_length)
+  return " ".join(row).split("[SEP]")[0], "".join(row).split("[SEP]")[0].split("_")
+
+
+def test_the_gold_cut_equals_the_scripts_target_row(official_data):
+  # The script's default --tgt_seq_length 32 keeps 30 tokens of each gold string.
+  from crosstask.tasks.common import readers  # pylint: disable=g-import-not-at-top
+  rows = [r.value for r in readers.read_tsv(official_data / "csl/benchmark/kg/dev.tsv", 3)]
+  gold = [r[2] for r in rows]
+  cut = sum(len(_independent_tokens(g, uer=True)) > 30 for g in gold)
+  assert cut == 152 and len(gold) == 1000
+  # Predictions: the gold's last keyword (which a cut removes or shortens), then its first two.
+  predictions = []
+  for g in gold:
+    keywords = g.split("_")
+    predictions.append("_".join(keywords[-1:] + keywords[:2]))
+  from test_eval_metrics import _official_bpref  # pylint: disable=g-import-not-at-top
+  want_bpref, want_rouge = [], []
+  for g, p in zip(gold, predictions):
+    ref, ref_keywords = _official_references(g, 32)
+    pred_keywords = "".join(_independent_tokens(p, uer=True)).split("_")
+    want_bpref.append(_official_bpref(pred_keywords, ref_keywords))
+    want_rouge.append(_independent_rouge_l(" ".join(_independent_tokens(p, uer=True)), ref))
+  got = ev.bpref(gold, predictions, gold_max_tokens=30)["bpref"]
+  assert got == pytest.approx(100 * np.mean(want_bpref), abs=1e-9)
+  assert got < ev.bpref(gold, predictions)["bpref"] - 1  # the cut really moves the score
+  got = ev.rouge_l_csl(gold, predictions, gold_max_tokens=30)["rougeL"]
+  assert got == pytest.approx(100 * np.mean(want_rouge), abs=1e-9)
+  assert got != pytest.approx(ev.rouge_l_csl(gold, predictions)["rougeL"], abs=1e-3)
+  # The title task's --tgt_seq_length 48 cuts no dev title: the score is unchanged.
+  titles = [r.value[2] for r in readers.read_tsv(official_data / "csl/benchmark/ts/dev.tsv", 3)]
+  leads = [t[:8] for t in titles]
+  assert (ev.rouge_l_csl(titles, leads, gold_max_tokens=46)
+          == ev.rouge_l_csl(titles, leads))
+
+
+def test_gold_cut_small_cases(tmp_path):
+  # A gold of exactly gold_max_tokens tokens has no [SEP] in the row, so its reference
+  # loses the space before "[SEP]" that makes a last "." count an empty word: 100, not 80.
+  assert ev.rouge_l_csl(["a model."], ["a model"], gold_max_tokens=2)["rougeL"] == pytest.approx(
+      100, abs=1e-5)
+  assert ev.rouge_l_csl(["a model."], ["a model"], gold_max_tokens=3)["rougeL"] == pytest.approx(
+      100, abs=1e-5)
+  assert ev.rouge_l_csl(["a model."], ["a model"], gold_max_tokens=4)["rougeL"] == pytest.approx(
+      80, abs=1e-5)
+  # Accuracy compares the cut labels: two disciplines that share their first tokens merge.
+  gold = ["计算机科学与技术", "计算机应用"]
+  assert ev.accuracy_csl(gold, ["计算机", "计算机"], gold_max_tokens=3)["accuracy"] == 100.0
+  assert ev.accuracy_csl(gold, ["计算机", "计算机"])["accuracy"] == 50.0
+  # Bpref: the last keyword is cut short; under a vocabulary the cut counts WordPieces.
+  assert ev.bpref(["cnn_深度"], ["深_cnn"], gold_max_tokens=3)["bpref"] == 100.0
+  assert ev.bpref(["cnn_深度"], ["深_cnn"])["bpref"] == 50.0
+  (tmp_path / "vocab.txt").write_text("\n".join(["[UNK]", "_", "深", "度", "c", "##nn"]))
+  vocab = str(tmp_path / "vocab.txt")
+  assert ev.bpref(["深度_cnn"], ["cnn_深度"], gold_max_tokens=4, vocab_file=vocab)["bpref"] == 50.0
+  assert ev.bpref(["深度_cnn"], ["cnn_深度"], gold_max_tokens=5, vocab_file=vocab)["bpref"] == 100.0
+  assert ev.bpref(["深度_cnn"], ["cnn_深度"], gold_max_tokens=4)["bpref"] == 100.0
+  with pytest.raises(ValueError, match="gold_max_tokens"):
+    ev.rouge_l_csl(["a"], ["a"], gold_max_tokens=0)
