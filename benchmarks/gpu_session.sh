@@ -6,6 +6,9 @@
 #      decode (batch 32), raw traces kept under $OUT/raw
 #   2. the GPU default's train row and HF's fused AdamW beside it; the attention check;
 #      the default with attention's projections of one input as one matmul (`fused_qkv`);
+#      the default without the layer scan (never measured on a GPU: the H200 profile puts
+#      ~70 of the step's 566 ms in the scan's stacked residuals, which an unscanned
+#      stack does not build; its compile takes minutes);
 #      greedy and beam-4 decoding as they are and with each step's cross-attention one
 #      Pallas flash-decoding kernel (`pallas_cross`: +2.6% at greedy batch 32 on an
 #      H200, run 11; its beam row decides whether it becomes the default) and with
@@ -20,7 +23,7 @@
 #   5. settings measured already and kept for their CPU twins' tests: the eval-only
 #      job (run 11: 3.5% outside decoding), cuBLAS GEMMs (-4.9%), cuDNN's ragged layout
 #      with and without conditionals as CUDA-graph nodes (-18%, -15%), one layer an
-#      iteration, no layer scan (its compile takes minutes)
+#      iteration
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
 # the time-to-quality pair (about 5 minutes; later arguments go to time_to_quality.py,
 # e.g. `--ttq --residual_dtype=float32`); `--infer` the eval-only job alone,
@@ -116,7 +119,7 @@ fi
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" "hf-train:$M:$B:adamw" check
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv" "train:$M:$ATT:dots_attention:$BIG"
   "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:fused_qkv"
   "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL" "decode:$M:4:$DEC:scan:fused_qkv"
   "decode:$M:1:$WIDE:scan"
@@ -128,13 +131,11 @@ ROWS=(  # most wanted first: the deadline leaves out the tail
   "hf-decode:$M:4:$DEC" "hf-train:$M:$B:adamw:compile" "hf-train:$M:$B"
   "hf-decode:$M:1:$DEC" "hf-decode:$M:1:$DEC:dynamic"
   # Measured already (runs 9-12), kept for their CPU twins' tests: the eval-only job
-  # (--infer runs it alone), cuBLAS GEMMs, the ragged layout, one layer an iteration,
-  # no layer scan.
+  # (--infer runs it alone), cuBLAS GEMMs, the ragged layout, one layer an iteration.
   "infer:$M:$DEC:scan" "hf-infer:$M:$DEC" "decode:$M:1:$DEC:scan:no_triton_gemm"
   "train:$M:$SEG:dots_attention:$BIG:scan:unroll2:graph_while"
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:graph_while"
   "train:$M:$ATT:dots_attention:$BIG:scan" "train:$M:$SEG:dots_attention:$BIG:scan"
-  "train:$M:$ATT:dots_attention:$BIG"
 )
 # gpu.py measures a row named twice once (--quick's sizes make some rows the same row).
 "$PY" benchmarks/gpu.py "${ROW_ARGS[@]}" --deadline_s="$DEADLINE" --timeout_s="$TIMEOUT" \
