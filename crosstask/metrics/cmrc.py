@@ -11,11 +11,13 @@ over every reference of a question:
 * F1: over `mixed_segmentation` tokens, the longest common *contiguous* token
   run L gives P = L/|pred|, R = L/|ref|, F1 = 2PR/(P+R).
 
-One deliberate deviation, so that scoring works offline: the official script
-calls `nltk.word_tokenize`, which needs the Punkt sentence model (`punkt_tab`,
-not installable from PyPI). Here each non-CJK run goes to the same Treebank
-tokenizer with `preserve_line=True`; the two differ only where Punkt would end
-a sentence inside a run ("Henry A. Walsh" style initials before a space).
+The official script calls `nltk.word_tokenize`, which splits a run into sentences
+with NLTK's Punkt model (`punkt_tab`, `nltk.download('punkt_tab')`; not on PyPI)
+before the Treebank tokenizer. Where that model is installed crosstask makes the
+same call; where it is not (offline, and where the official script stops) each
+run goes to the Treebank tokenizer whole (`preserve_line=True`). The two differ
+only where Punkt ends a sentence inside a run: a period before a space
+(`army. the`) stays on its word without Punkt and is its own token with it.
 """
 
 from __future__ import annotations
@@ -36,22 +38,38 @@ _SP_SET = frozenset(SP_CHAR)
 _CJK = re.compile("[\u4e00-\u9fa5]")
 
 
+def punkt_installed() -> bool:
+  """Whether NLTK finds the English Punkt model that `nltk.word_tokenize` splits
+  sentences with (the official script's call needs it)."""
+  import nltk  # pylint: disable=g-import-not-at-top  # seconds to import: on first use
+  try:
+    nltk.data.find("tokenizers/punkt_tab/english/")
+  except LookupError:
+    return False
+  return True
+
+
 @functools.lru_cache(maxsize=65536)
-def _word_tokens(run: str) -> tuple[str, ...]:
-  """NLTK's Treebank tokens of one non-CJK run (cached: answers repeat a lot)."""
+def _word_tokens(run: str, sentences: bool) -> tuple[str, ...]:
+  """NLTK's tokens of one non-CJK run, split into Punkt sentences first when
+  `sentences` (cached: answers repeat a lot)."""
   if run.isspace():
     return ()
-  # Imported on first use: nltk takes seconds to import.
   from nltk.tokenize import word_tokenize  # pylint: disable=g-import-not-at-top
-  return tuple(word_tokenize(run, preserve_line=True))
+  return tuple(word_tokenize(run, preserve_line=not sentences))
 
 
-def mixed_segmentation(text: str, rm_punc: bool = True) -> list[str]:
+def mixed_segmentation(text: str, rm_punc: bool = True, *,
+                       sentences: bool | None = None) -> list[str]:
   """CJK characters one token each, other runs NLTK-tokenized (official order).
 
   With `rm_punc`, SP_CHAR characters are dropped without ending the current
   non-CJK run (so `ω-force` is one token `ωforce`, as in the official script).
+  `sentences`: split runs into Punkt sentences as `nltk.word_tokenize` does; None
+  does so where the model is installed (`punkt_installed`).
   """
+  if sentences is None:
+    sentences = punkt_installed()
   text = str(text).lower().strip()
   tokens: list[str] = []
   run = ""
@@ -60,13 +78,13 @@ def mixed_segmentation(text: str, rm_punc: bool = True) -> list[str]:
       continue
     if _CJK.match(char) or char in _SP_SET:
       if run:
-        tokens.extend(_word_tokens(run))
+        tokens.extend(_word_tokens(run, sentences))
         run = ""
       tokens.append(char)
     else:
       run += char
   if run:
-    tokens.extend(_word_tokens(run))
+    tokens.extend(_word_tokens(run, sentences))
   return tokens
 
 
@@ -89,12 +107,16 @@ def longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
   return best
 
 
-def f1_score(references: Iterable[str], prediction: str) -> float:
-  """Best token F1 (0..1) of `prediction` over `references`."""
-  pred = mixed_segmentation(prediction)
+def f1_score(references: Iterable[str], prediction: str, *,
+             sentences: bool | None = None) -> float:
+  """Best token F1 (0..1) of `prediction` over `references` (`sentences`: as
+  `mixed_segmentation`'s)."""
+  if sentences is None:
+    sentences = punkt_installed()
+  pred = mixed_segmentation(prediction, sentences=sentences)
   best = 0.0
   for ref in references:
-    ref_tokens = mixed_segmentation(ref)
+    ref_tokens = mixed_segmentation(ref, sentences=sentences)
     common = longest_common_run(ref_tokens, pred)
     if common:
       precision, recall = common / len(pred), common / len(ref_tokens)
@@ -122,11 +144,12 @@ def cmrc2018(targets: Sequence[str | Sequence[str]],
   """SeqIO metric: {"em", "f1", "average"} on 0-100; a target is a list of references."""
   _checks.check_pairs(targets, predictions, "cmrc2018")
   em = f1 = 0.0
+  sentences = punkt_installed()
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
     refs = _references(target, i)
     prediction = _checks.check_text(prediction, "cmrc2018", "predictions", i)
     em += em_score(refs, prediction)
-    f1 += f1_score(refs, prediction)
+    f1 += f1_score(refs, prediction, sentences=sentences)
   n = len(targets)
   em, f1 = 100.0 * em / n, 100.0 * f1 / n
   return {"em": em, "f1": f1, "average": (em + f1) / 2}
@@ -139,6 +162,7 @@ def evaluate(gold: Mapping, predictions: Mapping[str, str]) -> dict[str, float]:
   """
   em = f1 = 0.0
   total = skip = 0
+  sentences = punkt_installed()
   for article in gold["data"]:
     for paragraph in article["paragraphs"]:
       for qa in paragraph["qas"]:
@@ -150,7 +174,7 @@ def evaluate(gold: Mapping, predictions: Mapping[str, str]) -> dict[str, float]:
         refs = [a["text"] for a in qa["answers"]]
         prediction = str(predictions[query_id])
         em += em_score(refs, prediction)
-        f1 += f1_score(refs, prediction)
+        f1 += f1_score(refs, prediction, sentences=sentences)
   if not total:
     raise ValueError("cmrc2018.evaluate: the gold file holds no questions")
   em, f1 = 100.0 * em / total, 100.0 * f1 / total

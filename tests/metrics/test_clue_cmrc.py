@@ -1,6 +1,7 @@
 """CMRC 2018 EM/F1: the official script's rules, and its numbers on the real dev file."""
 
 import json
+import re
 
 import pytest
 
@@ -17,6 +18,68 @@ def test_segmentation_follows_the_official_rules():
   assert cmrc.mixed_segmentation("“北京”，", rm_punc=False) == ["“", "北", "京", "”", "，"]
   assert cmrc.remove_punctuation(" 《红楼梦》（清） ") == "红楼梦清"
   assert cmrc.remove_punctuation("A (b).") == "a (b)."
+
+
+def _official_mixed_segmentation(in_str, rm_punc=True):
+  """cmrc2018_evaluate.py's mixed_segmentation, transcribed: `nltk.word_tokenize` on each
+  non-CJK run, Punkt sentences and all."""
+  import nltk  # pylint: disable=g-import-not-at-top
+  in_str = str(in_str).lower().strip()
+  segs_out, temp_str = [], ""
+  for char in in_str:
+    if rm_punc and char in cmrc.SP_CHAR:
+      continue
+    if re.search(r"[\u4e00-\u9fa5]", char) or char in cmrc.SP_CHAR:
+      if temp_str != "":
+        segs_out.extend(nltk.word_tokenize(temp_str))
+        temp_str = ""
+      segs_out.append(char)
+    else:
+      temp_str += char
+  if temp_str != "":
+    segs_out.extend(nltk.word_tokenize(temp_str))
+  return segs_out
+
+
+@pytest.fixture
+def punkt_model(tmp_path, monkeypatch):
+  """A Punkt model for English installed where NLTK looks (one abbreviation, `dr`; the
+  real model is a download), and NLTK's cached tokenizer dropped before and after."""
+  import nltk  # pylint: disable=g-import-not-at-top
+  model = tmp_path / "tokenizers" / "punkt_tab" / "english"
+  model.mkdir(parents=True)
+  for name in ("collocations.tab", "sent_starters.txt", "ortho_context.tab"):
+    (model / name).write_text("")
+  (model / "abbrev_types.txt").write_text("dr\n")
+  nltk.tokenize._get_punkt_tokenizer.cache_clear()  # pylint: disable=protected-access
+  monkeypatch.setattr(nltk.data, "path", [str(tmp_path), *nltk.data.path])
+  yield
+  nltk.tokenize._get_punkt_tokenizer.cache_clear()  # pylint: disable=protected-access
+  cmrc._word_tokens.cache_clear()  # pylint: disable=protected-access  # runs split by the toy model
+
+
+TEXTS = ["他在army. the前线", "U.S. Army第3.5 km. then", "Dr. Smith与Henry A. Walsh", "a.m. vs p.m. x",
+         "北京。the end.", "ω-Force战队"]
+
+
+def test_segmentation_splits_sentences_as_the_official_call_where_punkt_is_installed(punkt_model):
+  del punkt_model
+  assert cmrc.punkt_installed()
+  for text in TEXTS:
+    assert cmrc.mixed_segmentation(text) == _official_mixed_segmentation(text), text
+  assert cmrc.mixed_segmentation("在army. the") == ["在", "army", ".", "the"]
+  assert cmrc.mixed_segmentation("在army. the", sentences=False) == ["在", "army.", "the"]
+  # F1 follows: the reference's "army." against a prediction's "army" "." tokens.
+  assert cmrc.f1_score(["army. the"], "army") == pytest.approx(2 * 1 * (1 / 3) / (4 / 3))
+  assert cmrc.cmrc2018([["army. the"]], ["army"])["f1"] == pytest.approx(50.0)
+
+
+def test_segmentation_without_punkt_keeps_each_run_one_line(tmp_path, monkeypatch):
+  import nltk  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+  assert not cmrc.punkt_installed()
+  assert cmrc.mixed_segmentation("在army. the") == ["在", "army.", "the"]
+  assert cmrc.f1_score(["army. the"], "army") == 0.0
 
 
 def test_em_and_f1_by_hand():
