@@ -28,6 +28,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 from crosstask.metrics import _checks
+from crosstask.metrics import sentences as sentences_lib
 
 # The official list, in its order. `……` is one two-character entry, so a single
 # `…` is never removed (the script compares characters against the list).
@@ -36,17 +37,6 @@ SP_CHAR = ("-", ":", "_", "*", "^", "/", "\\", "~", "`", "+", "=",
            "「", "」", "（", "）", "－", "～", "『", "』")
 _SP_SET = frozenset(SP_CHAR)
 _CJK = re.compile("[\u4e00-\u9fa5]")
-
-
-def punkt_installed() -> bool:
-  """Whether NLTK finds the English Punkt model that `nltk.word_tokenize` splits
-  sentences with (the official script's call needs it)."""
-  import nltk  # pylint: disable=g-import-not-at-top  # seconds to import: on first use
-  try:
-    nltk.data.find("tokenizers/punkt_tab/english/")
-  except LookupError:
-    return False
-  return True
 
 
 @functools.lru_cache(maxsize=65536)
@@ -66,10 +56,10 @@ def mixed_segmentation(text: str, rm_punc: bool = True, *,
   With `rm_punc`, SP_CHAR characters are dropped without ending the current
   non-CJK run (so `ω-force` is one token `ωforce`, as in the official script).
   `sentences`: split runs into Punkt sentences as `nltk.word_tokenize` does; None
-  does so where the model is installed (`punkt_installed`).
+  does so where the model is installed (`sentences.punkt_installed`).
   """
   if sentences is None:
-    sentences = punkt_installed()
+    sentences = sentences_lib.punkt_installed()
   text = str(text).lower().strip()
   tokens: list[str] = []
   run = ""
@@ -112,7 +102,7 @@ def f1_score(references: Iterable[str], prediction: str, *,
   """Best token F1 (0..1) of `prediction` over `references` (`sentences`: as
   `mixed_segmentation`'s)."""
   if sentences is None:
-    sentences = punkt_installed()
+    sentences = sentences_lib.punkt_installed()
   pred = mixed_segmentation(prediction, sentences=sentences)
   best = 0.0
   for ref in references:
@@ -144,7 +134,7 @@ def cmrc2018(targets: Sequence[str | Sequence[str]],
   """SeqIO metric: {"em", "f1", "average"} on 0-100; a target is a list of references."""
   _checks.check_pairs(targets, predictions, "cmrc2018")
   em = f1 = 0.0
-  sentences = punkt_installed()
+  sentences = sentences_lib.punkt_installed()
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
     refs = _references(target, i)
     prediction = _checks.check_text(prediction, "cmrc2018", "predictions", i)
@@ -162,7 +152,7 @@ def evaluate(gold: Mapping, predictions: Mapping[str, str]) -> dict[str, float]:
   """
   em = f1 = 0.0
   total = skip = 0
-  sentences = punkt_installed()
+  sentences = sentences_lib.punkt_installed()
   for article in gold["data"]:
     for paragraph in article["paragraphs"]:
       for qa in paragraph["qas"]:

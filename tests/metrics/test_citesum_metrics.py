@@ -19,7 +19,8 @@ def _f(p, r):
 # --- sentence splitting and stemmed tokens -----------------------------------
 
 
-def test_split_sentences_keeps_abbreviations_and_decimals():
+def test_split_sentences_keeps_abbreviations_and_decimals(no_punkt):
+  del no_punkt  # pysbd's rules, offline
   text = "We use e.g. BERT on the U.S. data.  It gains 3.5 points (Fig. 1).\nDone."
   assert sentences.split_sentences(text) == [
       "We use e.g. BERT on the U.S. data.", "It gains 3.5 points (Fig. 1).", "Done."]
@@ -33,6 +34,27 @@ def test_split_sentences_keeps_abbreviations_and_decimals():
   want = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True).score(
       "the model learns fast", "the model\nlearns fast")["rougeLsum"].fmeasure
   assert lsum == pytest.approx(100 * want)
+
+
+def test_with_punkt_installed_the_sentences_are_the_hf_scripts_own(punkt_model):
+  del punkt_model
+  import nltk  # pylint: disable=g-import-not-at-top
+
+  def hf_lines(text):  # HF's postprocess_text: sent_tokenize, joined by newlines
+    lines = "\n".join(nltk.sent_tokenize(text.strip())).split("\n")
+    return [" ".join(line.split()) for line in lines if line.strip()]
+
+  texts = ["We use e.g. BERT here.  Dr. Smith agrees.\nIt gains 3.5 points. done",
+           " A cat sat. the dog ran i.e. fast. ", "one line only"]
+  for text in texts:
+    assert sentences.split_sentences(text) == hf_lines(text), text
+  # The toy model knows no `e.g.`, so Punkt ends a sentence there and pysbd does not.
+  assert sentences.split_sentences(texts[0]) != sentences.split_sentences(texts[0], punkt=False)
+  target, prediction = "Models use e.g. BERT here. It helps a lot.", "We use BERT. e.g. it helps."
+  got = summary_rouge.rouge_stemmed([target], [prediction], score_keys=("rougeLsum",))
+  want = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True).score(
+      "\n".join(hf_lines(target)), "\n".join(hf_lines(prediction)))["rougeLsum"].fmeasure
+  assert got["rougeLsum"] == pytest.approx(100 * want)
 
 
 def test_stemmed_word_tokens_equal_rouge_score_stemming():

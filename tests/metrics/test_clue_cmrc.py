@@ -6,6 +6,7 @@ import re
 import pytest
 
 from crosstask.metrics import cmrc
+from crosstask.metrics import sentences
 
 
 def test_segmentation_follows_the_official_rules():
@@ -41,30 +42,13 @@ def _official_mixed_segmentation(in_str, rm_punc=True):
   return segs_out
 
 
-@pytest.fixture
-def punkt_model(tmp_path, monkeypatch):
-  """A Punkt model for English installed where NLTK looks (one abbreviation, `dr`; the
-  real model is a download), and NLTK's cached tokenizer dropped before and after."""
-  import nltk  # pylint: disable=g-import-not-at-top
-  model = tmp_path / "tokenizers" / "punkt_tab" / "english"
-  model.mkdir(parents=True)
-  for name in ("collocations.tab", "sent_starters.txt", "ortho_context.tab"):
-    (model / name).write_text("")
-  (model / "abbrev_types.txt").write_text("dr\n")
-  nltk.tokenize._get_punkt_tokenizer.cache_clear()  # pylint: disable=protected-access
-  monkeypatch.setattr(nltk.data, "path", [str(tmp_path), *nltk.data.path])
-  yield
-  nltk.tokenize._get_punkt_tokenizer.cache_clear()  # pylint: disable=protected-access
-  cmrc._word_tokens.cache_clear()  # pylint: disable=protected-access  # runs split by the toy model
-
-
 TEXTS = ["他在army. the前线", "U.S. Army第3.5 km. then", "Dr. Smith与Henry A. Walsh", "a.m. vs p.m. x",
          "北京。the end.", "ω-Force战队"]
 
 
 def test_segmentation_splits_sentences_as_the_official_call_where_punkt_is_installed(punkt_model):
   del punkt_model
-  assert cmrc.punkt_installed()
+  assert sentences.punkt_installed()
   for text in TEXTS:
     assert cmrc.mixed_segmentation(text) == _official_mixed_segmentation(text), text
   assert cmrc.mixed_segmentation("在army. the") == ["在", "army", ".", "the"]
@@ -74,10 +58,9 @@ def test_segmentation_splits_sentences_as_the_official_call_where_punkt_is_insta
   assert cmrc.cmrc2018([["army. the"]], ["army"])["f1"] == pytest.approx(50.0)
 
 
-def test_segmentation_without_punkt_keeps_each_run_one_line(tmp_path, monkeypatch):
-  import nltk  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
-  assert not cmrc.punkt_installed()
+def test_segmentation_without_punkt_keeps_each_run_one_line(no_punkt):
+  del no_punkt
+  assert not sentences.punkt_installed()
   assert cmrc.mixed_segmentation("在army. the") == ["在", "army.", "the"]
   assert cmrc.f1_score(["army. the"], "army") == 0.0
 
