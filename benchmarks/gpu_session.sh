@@ -6,9 +6,6 @@
 #      decode (batch 32), raw traces kept under $OUT/raw
 #   2. the GPU default's train row and HF's fused AdamW beside it; the attention check;
 #      the default with attention's projections of one input as one matmul (`fused_qkv`);
-#      the default without the layer scan (never measured on a GPU: the H200 profile puts
-#      ~70 of the step's 566 ms in the scan's stacked residuals, which an unscanned
-#      stack does not build; its compile takes minutes);
 #      greedy and beam-4 decoding as they are and with each step's cross-attention one
 #      Pallas flash-decoding kernel (`pallas_cross`: +2.6% at greedy batch 32 on an
 #      H200, run 11; its beam row decides whether it becomes the default) and with
@@ -16,19 +13,24 @@
 #      layer took 12 us for 2 us of weights at full HBM rate, H100 run 9); greedy at
 #      batch 128
 #   3. T5 1.1 base and large, base also with `fused_qkv` and its gated MLP's two input
-#      matmuls as one (`fused_mlp`); four layers an iteration; the remat that saves the
-#      norms too (batch 48); optax AdamW
+#      matmuls as one (`fused_mlp`); the remat that saves the norms too (batch 48);
+#      optax AdamW
 #   4. HF's compiled and checkpointed settings (each may take its whole time limit)
 #      and the other HF settings
 #   5. settings measured already and kept for their CPU twins' tests: the eval-only
 #      job (run 11: 3.5% outside decoding), cuBLAS GEMMs (-4.9%), cuDNN's ragged layout
 #      with and without conditionals as CUDA-graph nodes (-18%, -15%), one layer an
 #      iteration
+# `--unrolled` runs, alone, the default with each scanned stack unrolled whole
+# (`unrollfull`) and without the layer scan: neither builds the scan's stacked residuals
+# (~70 of the H200 step's 566 ms: zeroed, written a layer per iteration, sliced), but
+# the unscanned step took 369 s to compile on the H100, so they get a call of their own
+# (about 10 minutes) and no place in the list below.
 # `--profiles` runs the profiles alone with the rows they are read against; `--ttq`
 # the time-to-quality pair (about 5 minutes; later arguments go to time_to_quality.py,
 # e.g. `--ttq --residual_dtype=float32`); `--infer` the eval-only job alone,
 # crosstask's and HF's eager and compiled (about 6 minutes); `--quick`,
-# `--quick-profiles`, `--quick-ttq`, `--quick-infer` are CPU smoke runs. The data root
+# `--quick-profiles`, `--quick-ttq`, `--quick-infer`, `--quick-unrolled` are CPU smoke runs. The data root
 # does not travel to the device machine: the eval-only job and time to quality read
 # $CROSSTASK_DATA_DIR, else .gpu_data/ (`cp -r ../shared/data .gpu_data`, 43 MB; carry
 # `.gpu_data`). Everything goes under
@@ -57,19 +59,19 @@ if [[ -z "${CROSSTASK_DATA_DIR:-}" && -d .gpu_data ]]; then
 fi
 
 MODE=${1:-}
-if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" || "$MODE" == "--quick-infer" ]]; then
+if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" || "$MODE" == "--quick-infer"
+      || "$MODE" == "--quick-unrolled" ]]; then
   # The rows of one framework share a process on the CPU (no device memory to give back).
   M=tiny; ATT=xla; SEG=dot_product
   ROW_ARGS=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1 --share_processes)
   PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
   # One size a kind: rows that differ only in model or batch on the GPU are one row here,
-  # and so are four layers a scan iteration and beam search's kernel row (the tiny
-  # model's stacks are shorter than four; beam tokens with the kernel: model tests).
-  B=8; BIG=8; MID=8; DEC=8; WIDE=8; BASE=tiny; LARGE=tiny; UNROLL_MORE=unroll2; BEAM_KERNEL=
+  # and so is beam search's kernel row (beam tokens with the kernel: model tests).
+  B=8; BIG=8; MID=8; DEC=8; WIDE=8; BASE=tiny; LARGE=tiny; BEAM_KERNEL=
 else
   M=longlm_large; ATT=cudnn; SEG=cudnn_segments; ROW_ARGS=(--steps=5); DEADLINE=400; TIMEOUT=240
   B=16; BIG=64; MID=48; DEC=32; WIDE=128; BASE=t5_1_1_base; LARGE=t5_1_1_large
-  UNROLL_MORE=unroll4; BEAM_KERNEL=:pallas_cross
+  BEAM_KERNEL=:pallas_cross
   PROFILE=(--model=longlm_large --attention=cudnn --remat=dots_attention --batch=64 --scan
            --options unroll2 --steps=2)
   DECODE_PROFILE=(--model=longlm_large --decode --batch=32 --scan --steps=1)
@@ -97,6 +99,15 @@ if [[ "$MODE" == "--infer" || "$MODE" == "--quick-infer" ]]; then
   exit 0
 fi
 
+if [[ "$MODE" == "--unrolled" || "$MODE" == "--quick-unrolled" ]]; then
+  # The two rows whose compile takes minutes on a GPU, each given most of the call.
+  "$PY" benchmarks/gpu.py "${ROW_ARGS[@]}" --deadline_s=300 --timeout_s="${UNROLLED_TIMEOUT:-470}" \
+    --out="$OUT/gpu.json" --rows "train:$M:$ATT:dots_attention:$BIG:scan:unrollfull" \
+    "train:$M:$ATT:dots_attention:$BIG" | tee -a "$OUT/log.txt"
+  echo "results under $OUT"
+  exit 0
+fi
+
 if [[ "$MODE" == "--profiles" || "$MODE" == "--quick-profiles" ]]; then
   # Where the time goes, before changing anything: the train step and one greedy
   # decode, each with its raw trace and HLO kept (gzipped) under $OUT/raw, then the
@@ -119,13 +130,13 @@ fi
 
 ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2" "hf-train:$M:$B:adamw" check
-  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv" "train:$M:$ATT:dots_attention:$BIG"
+  "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv"
   "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:fused_qkv"
   "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL" "decode:$M:4:$DEC:scan:fused_qkv"
   "decode:$M:1:$WIDE:scan"
   "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
   "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv:fused_mlp"
-  "train:$M:$ATT:dots_attention:$BIG:scan:$UNROLL_MORE" "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
+  "train:$M:$ATT:dots_attention_norms:$MID:scan:unroll2"
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:adamw"
   "hf-decode:$M:1:$DEC:compile" "hf-train:$M:$BIG:adamw:ckpt" "hf-decode:$M:1:$WIDE:compile"
   "hf-decode:$M:4:$DEC" "hf-train:$M:$B:adamw:compile" "hf-train:$M:$B"

@@ -38,11 +38,12 @@ POSITIONAL = {
     'infer': ('model', 'batch'),
     'hf-infer': ('model', 'batch'),
 }
-# `unrollN`: N layers per iteration of the layer scan (TransformerConfig.scan_unroll).
+# `unrollN`: N layers per iteration of the layer scan (TransformerConfig.scan_unroll);
+# `unrollfull`: each stack straight-line, no loop (scan_unroll='full').
 # `fused_qkv` / `fused_mlp`: projections that read one input as one matmul (attention's
 # query, key and value; a gated MLP's input branches; TransformerConfig's fields).
 _XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('scan', True),
-                **{f'unroll{n}': ('unroll', n) for n in (2, 4, 8)},
+                **{f'unroll{n}': ('unroll', n) for n in (2, 4, 8)}, 'unrollfull': ('unroll', 'full'),
                 'fused_qkv': ('fused_qkv', True), 'fused_mlp': ('fused_mlp', True)}
 # `keysfirst`: decoding caches the encoder keys [b, h, len, d] (cross_keys_last=False);
 # `pallas_cross`: a step's cross-attention is one Pallas flash-decoding kernel
@@ -78,7 +79,7 @@ class Row:
   optimizer: str = 'adafactor'  # train, hf-train
   flags: str = 'default'  # crosstask rows: an XLA_FLAG_SETS name
   scan: bool = False  # crosstask rows: each layer stack one nn.scan
-  unroll: int = 1  # crosstask rows: layers per scan iteration
+  unroll: int | str = 1  # crosstask rows: layers per scan iteration, or 'full'
   cross_keys_last: bool = True  # decode, infer: the cached encoder keys' layout
   decode_cross_attention: str = 'einsum'  # decode, infer: a step's cross-attention
   fused_qkv: bool = False  # crosstask rows: attention's projections of one input as one matmul

@@ -143,7 +143,8 @@ def results_table() -> str:
     best = gpu.get("best_train_tokens_per_s") or _best_train(rows)
     setting = {**train.get("settings", {}), **train}
     unroll = setting.get("unroll", 1)
-    per_iteration = f", {unroll} layers per scan iteration" if unroll > 1 else ""
+    per_iteration = (", each layer stack unrolled whole" if unroll == "full" else
+                     f", {unroll} layers per scan iteration" if unroll > 1 else "")
     add(f"GPU LongLM-large bf16 train step, best MFU ({train['batch']} x {train['lengths']}, "
         f"{setting['attention']}, remat {setting['remat']}{per_iteration}); best tokens/s vs "
         "HF's fastest",

@@ -43,7 +43,10 @@ class TransformerConfig:
   of deep models; models/layer_stacking.py converts parameters between the layouts.
   `scan_unroll` layers run per iteration of that scan (`lax.scan`'s unroll; 1: one;
   "auto": the platform profile's, else 1): fewer iterations, fewer of the loop's
-  per-iteration copies, a longer compile. Training only: decoding runs unrolled.
+  per-iteration copies, a longer compile. "full" runs each stack as straight-line
+  code with no loop: the backward pass then reads each layer's saved activations
+  where they were computed, with no stacked buffers to zero, fill and slice, and the
+  parameters keep the scanned layout. Training only: decoding runs unrolled.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
   `residual_dtype` is the residual stream's dtype, the sum every layer adds into (None:
@@ -134,11 +137,11 @@ class TransformerConfig:
     if not isinstance(self.cross_keys_last, bool):
       raise ValueError(f"TransformerConfig.cross_keys_last must be a bool, "
                        f"got {self.cross_keys_last!r}")
-    if self.scan_unroll != "auto" and (not isinstance(self.scan_unroll, int)
-                                       or isinstance(self.scan_unroll, bool)
-                                       or self.scan_unroll < 1):
-      raise ValueError(f"TransformerConfig.scan_unroll must be a positive int or 'auto', "
-                       f"got {self.scan_unroll!r}")
+    if self.scan_unroll not in ("auto", "full") and (not isinstance(self.scan_unroll, int)
+                                                     or isinstance(self.scan_unroll, bool)
+                                                     or self.scan_unroll < 1):
+      raise ValueError(f"TransformerConfig.scan_unroll must be a positive int, 'full' or "
+                       f"'auto', got {self.scan_unroll!r}")
     for name in ("dtype", "param_dtype"):
       if getattr(self, name) not in _DTYPES:
         raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
@@ -146,9 +149,11 @@ class TransformerConfig:
       raise ValueError(f"TransformerConfig.residual_dtype must be None or one of {_DTYPES}, "
                        f"got {self.residual_dtype!r}")
 
-  @property
-  def layers_per_scan_iteration(self) -> int:
-    """`scan_unroll` as the scan takes it ("auto" left unresolved reads as 1)."""
+  def layers_per_scan_iteration(self, num_layers: int) -> int:
+    """`scan_unroll` as the scan of a `num_layers` stack takes it ("auto" left
+    unresolved reads as 1; "full": the whole stack in one straight-line iteration)."""
+    if self.scan_unroll == "full":
+      return num_layers
     return 1 if self.scan_unroll == "auto" else self.scan_unroll
 
   @property

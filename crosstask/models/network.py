@@ -88,7 +88,7 @@ def _layer_stack(layer_cls: type[_Layer], cfg: TransformerConfig, num_layers: in
     scanned = nn.scan(layer_cls, variable_axes={"params": 0, "cache": 1},
                       split_rngs={"params": True, "dropout": True},
                       in_axes=(nn.broadcast,) * len(args), length=num_layers,
-                      unroll=cfg.layers_per_scan_iteration,
+                      unroll=cfg.layers_per_scan_iteration(num_layers),
                       metadata_params={nn.PARTITION_NAME: "layers"})
     x, _ = scanned(cfg, **flags, name="layers")(x, *args)
     return x

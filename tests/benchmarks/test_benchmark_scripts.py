@@ -7,6 +7,7 @@ import pytest
 
 import finetune_csl
 import gpu
+import gpu_crosstask
 import gpu_spec
 import gpu_workload
 import harness
@@ -18,6 +19,9 @@ def test_rows_parse_once_into_typed_settings():
   assert (row.model, row.attention, row.remat, row.batch, row.flags, row.scan, row.optimizer) == (
       "longlm_large", "cudnn", "dots", 64, "lhs", True, "adamw")
   assert row.xla_flags == gpu_spec.XLA_FLAG_SETS["lhs"] and row.framework == "crosstask"
+  whole = gpu_spec.parse("train:longlm_large:cudnn:dots_attention:64:scan:unrollfull")
+  assert (whole.unroll, whole.settings()["unroll"]) == ("full", "full")
+  assert gpu_crosstask.row_config(whole).scan_unroll == "full"
   old = gpu_spec.parse("train:longlm_large:cudnn:none:16:default:scan")  # gpu.json's rows
   assert (old.flags, old.scan, old.optimizer) == ("default", True, "adafactor")
   hf = gpu_spec.parse("hf-train:t5_1_1_base:32:ckpt:adamw:compile")

@@ -65,8 +65,9 @@ class Profile:
   remat: the remat policy a model set to 'auto' trains with. Device memory is what
     limits the batch on an accelerator; on CPU host memory is plentiful and
     recomputation only costs time.
-  scan_unroll: layers per iteration of a scanned stack (a model's scan_unroll 'auto'):
-    each iteration copies the stacked residuals it saves for the backward pass.
+  scan_unroll: layers per iteration of a scanned stack (a model's scan_unroll 'auto'),
+    or 'full' (no loop): each iteration copies the stacked residuals it saves for the
+    backward pass.
   compilation_cache_dir: JAX's persistent compilation cache, None for none.
   """
   name: str
@@ -77,7 +78,7 @@ class Profile:
   prng_impl: str = 'threefry2x32'
   attention: str = 'xla'
   remat: str = 'none'
-  scan_unroll: int = 1
+  scan_unroll: int | str = 1
   compilation_cache_dir: str | None = None
 
   def __post_init__(self):
