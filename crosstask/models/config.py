@@ -13,6 +13,10 @@ _DTYPES = ("float32", "bfloat16", "float16")
 REMAT_POLICIES = remat.NO_REMAT + tuple(remat.POLICIES)  # the policies remat.py defines
 ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "cudnn_segments", "flash")
 DECODE_CROSS_ATTENTION = ("einsum", "pallas", "pallas_interpret")
+# The fields that change how a training step runs, never the parameters it starts from,
+# each at its plainest: the model initialises with these (model.get_initial_variables).
+SPEED_SETTINGS = {"remat_policy": "none", "scan_unroll": 1, "attention": "xla",
+                  "fused_qkv": False, "fused_mlp": False}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from crosstask.models import config as config_lib
 from crosstask.models import decoding
 from crosstask.models import layer_stacking
 from crosstask.models import layers
@@ -69,13 +70,21 @@ class EncoderDecoderModel:
     """{'params': boxed nn.Partitioned leaves}; `nn.get_partition_spec` gives logical specs.
 
     Unjitted: wrap it in `jax.eval_shape` for shapes, or `jax.jit` to initialise.
+    The network is traced with its speed settings at their plainest (`config.SPEED_SETTINGS`):
+    they never change the parameters (a test holds them to it), so every variant of a
+    model shares one init program, and a persistent compilation cache compiles it once.
     """
     for key in ("encoder_input_tokens", "decoder_input_tokens"):
       if key not in input_shapes:
         raise ValueError(f"input_shapes lacks {key!r} (got {sorted(input_shapes)})")
     enc = jnp.ones(input_shapes["encoder_input_tokens"], jnp.int32)
     dec = jnp.ones(input_shapes["decoder_input_tokens"], jnp.int32)
-    variables = self.module.init(rng, enc, dec)
+    module = self.module
+    cfg = getattr(module, "config", None)
+    if dataclasses.is_dataclass(cfg):
+      plain = {k: v for k, v in config_lib.SPEED_SETTINGS.items() if hasattr(cfg, k)}
+      module = module.clone(config=dataclasses.replace(cfg, **plain))
+    variables = module.init(rng, enc, dec)
     return {"params": variables["params"]}
 
   def _logits(self, params, batch: Batch, dropout_rng=None) -> jax.Array:
