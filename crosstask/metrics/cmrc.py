@@ -56,7 +56,7 @@ def mixed_segmentation(text: str, rm_punc: bool = True, *,
   With `rm_punc`, SP_CHAR characters are dropped without ending the current
   non-CJK run (so `ω-force` is one token `ωforce`, as in the official script).
   `sentences`: split runs into Punkt sentences as `nltk.word_tokenize` does; None
-  does so where the model is installed (`sentences.punkt_installed`).
+  does so where the model is installed (`sentences.punkt_installed`, asked once).
   """
   if sentences is None:
     sentences = sentences_lib.punkt_installed()
@@ -97,16 +97,12 @@ def longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
   return best
 
 
-def f1_score(references: Iterable[str], prediction: str, *,
-             sentences: bool | None = None) -> float:
-  """Best token F1 (0..1) of `prediction` over `references` (`sentences`: as
-  `mixed_segmentation`'s)."""
-  if sentences is None:
-    sentences = sentences_lib.punkt_installed()
-  pred = mixed_segmentation(prediction, sentences=sentences)
+def f1_score(references: Iterable[str], prediction: str) -> float:
+  """Best token F1 (0..1) of `prediction` over `references`."""
+  pred = mixed_segmentation(prediction)
   best = 0.0
   for ref in references:
-    ref_tokens = mixed_segmentation(ref, sentences=sentences)
+    ref_tokens = mixed_segmentation(ref)
     common = longest_common_run(ref_tokens, pred)
     if common:
       precision, recall = common / len(pred), common / len(ref_tokens)
@@ -134,12 +130,11 @@ def cmrc2018(targets: Sequence[str | Sequence[str]],
   """SeqIO metric: {"em", "f1", "average"} on 0-100; a target is a list of references."""
   _checks.check_pairs(targets, predictions, "cmrc2018")
   em = f1 = 0.0
-  sentences = sentences_lib.punkt_installed()
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
     refs = _references(target, i)
     prediction = _checks.check_text(prediction, "cmrc2018", "predictions", i)
     em += em_score(refs, prediction)
-    f1 += f1_score(refs, prediction, sentences=sentences)
+    f1 += f1_score(refs, prediction)
   n = len(targets)
   em, f1 = 100.0 * em / n, 100.0 * f1 / n
   return {"em": em, "f1": f1, "average": (em + f1) / 2}
@@ -152,7 +147,6 @@ def evaluate(gold: Mapping, predictions: Mapping[str, str]) -> dict[str, float]:
   """
   em = f1 = 0.0
   total = skip = 0
-  sentences = sentences_lib.punkt_installed()
   for article in gold["data"]:
     for paragraph in article["paragraphs"]:
       for qa in paragraph["qas"]:
@@ -164,7 +158,7 @@ def evaluate(gold: Mapping, predictions: Mapping[str, str]) -> dict[str, float]:
         refs = [a["text"] for a in qa["answers"]]
         prediction = str(predictions[query_id])
         em += em_score(refs, prediction)
-        f1 += f1_score(refs, prediction, sentences=sentences)
+        f1 += f1_score(refs, prediction)
   if not total:
     raise ValueError("cmrc2018.evaluate: the gold file holds no questions")
   em, f1 = 100.0 * em / total, 100.0 * f1 / total
