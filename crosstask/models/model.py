@@ -79,12 +79,9 @@ class EncoderDecoderModel:
         raise ValueError(f"input_shapes lacks {key!r} (got {sorted(input_shapes)})")
     enc = jnp.ones(input_shapes["encoder_input_tokens"], jnp.int32)
     dec = jnp.ones(input_shapes["decoder_input_tokens"], jnp.int32)
-    module = self.module
-    cfg = getattr(module, "config", None)
-    if dataclasses.is_dataclass(cfg):
-      plain = {k: v for k, v in config_lib.SPEED_SETTINGS.items() if hasattr(cfg, k)}
-      module = module.clone(config=dataclasses.replace(cfg, **plain))
-    variables = module.init(rng, enc, dec)
+    cfg = self.module.config
+    plain = {k: v for k, v in config_lib.SPEED_SETTINGS.items() if hasattr(cfg, k)}
+    variables = self.module.clone(config=dataclasses.replace(cfg, **plain)).init(rng, enc, dec)
     return {"params": variables["params"]}
 
   def _logits(self, params, batch: Batch, dropout_rng=None) -> jax.Array:
