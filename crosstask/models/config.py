@@ -50,8 +50,8 @@ class TransformerConfig:
   per-iteration copies, a longer compile. "full" runs each stack as straight-line
   code with no loop: the backward pass then reads each layer's saved activations
   where they were computed, with no stacked buffers to zero, fill and slice, and the
-  parameters keep the scanned layout; XLA:TPU plans it with more memory (T5 1.1 base
-  on a v5e-8: 9.8 GiB a chip against 5.2), so it is a GPU candidate, not a default.
+  parameters keep the scanned layout. XLA:TPU plans it at about the loop's memory but
+  3.6% more HBM bytes (T5 1.1 base on a v5e-8), so it is a GPU candidate, not a default.
   Training only: decoding runs unrolled.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.

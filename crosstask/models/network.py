@@ -82,7 +82,12 @@ def _layer_stack(layer_cls: type[_Layer], cfg: TransformerConfig, num_layers: in
   Remat applies to training and scoring passes, never to decoding steps.
   """
   if not decode:
-    layer_cls = remat.remat_layer(layer_cls, cfg.remat_policy, prevent_cse=not cfg.scan_layers)
+    # A loop keeps the backward pass's recomputation apart from the forward pass; a
+    # stack unrolled whole ("full") is one straight-line program, where XLA would merge
+    # the two and keep every activation remat dropped, so it prevents CSE as an
+    # unscanned stack does.
+    in_a_loop = cfg.scan_layers and cfg.scan_unroll != "full"
+    layer_cls = remat.remat_layer(layer_cls, cfg.remat_policy, prevent_cse=not in_a_loop)
   flags = dict(enable_dropout=enable_dropout, decode=decode, cache_length=cache_length)
   if cfg.scan_layers:
     scanned = nn.scan(layer_cls, variable_axes={"params": 0, "cache": 1},

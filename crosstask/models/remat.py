@@ -42,8 +42,9 @@ def remat_layer(layer_cls: type[nn.Module], policy_name: str, *,
   """`layer_cls` rematerialised per `policy_name`, or unchanged for "none" / "auto".
 
   The layer's flags (dropout, decoding) are module attributes, so every call
-  argument may be traced. Under `nn.scan`, pass prevent_cse=False: the scan already
-  keeps the recomputation apart from the forward pass.
+  argument may be traced. Under `nn.scan`, pass prevent_cse=False: the scan's loop
+  already keeps the recomputation apart from the forward pass (not when the scan is
+  unrolled whole, which leaves no loop).
   """
   if policy_name in NO_REMAT:
     return layer_cls
