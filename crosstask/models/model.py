@@ -307,7 +307,8 @@ def params_for_decoding(params, compute_dtype, residual_dtype=None, *,
     if fused_qkv and path[-2:] == ("self_attention", "query"):
       stack(path[:-1], ("query", "key", "value"), layers.FUSED_QKV)
     if fused_mlp and path[-2:] == ("mlp", "wi_0"):
-      branches = sorted(n[-1] for n in flat if n[:-1] == path[:-1] and n[-1].startswith("wi_"))
+      branches = sorted((n[-1] for n in flat if n[:-1] == path[:-1] and n[-1].startswith("wi_")),
+                        key=lambda name: int(name.removeprefix("wi_")))  # wi_2 before wi_10
       stack(path[:-1], branches, layers.FUSED_MLP)
   return traverse_util.unflatten_dict(flat)
 
