@@ -141,6 +141,7 @@ def row_config(row: gpu_spec.Row, **overrides: Any):
   return model_config(row.model, scan_layers=row.scan, scan_unroll=row.unroll,
                       cross_keys_last=row.cross_keys_last,
                       decode_cross_attention=row.decode_cross_attention,
+                      beam_self_cache=row.beam_self_cache,
                       fused_qkv=row.fused_qkv, fused_mlp=row.fused_mlp, **overrides)
 
 

@@ -10,8 +10,9 @@
 #      Pallas flash-decoding kernel (`pallas_cross`: +2.6% at greedy batch 32 on an
 #      H200, run 11; its beam row decides whether it becomes the default) and with
 #      each step's query, key and value one matmul (`fused_qkv`: three small GEMMs a
-#      layer took 12 us for 2 us of weights at full HBM rate, H100 run 9); greedy at
-#      batch 128
+#      layer took 12 us for 2 us of weights at full HBM rate, H100 run 9); beam 4 with
+#      its self-attention caches copied into each step's beam order (`beam_reorder`,
+#      the default until the caches stayed in place); greedy at batch 128
 #   3. T5 1.1 base and large, base also with `fused_qkv` and its gated MLP's two input
 #      matmuls as one (`fused_mlp`); the remat that saves the norms too (batch 48);
 #      optax AdamW
@@ -133,6 +134,7 @@ ROWS=(  # most wanted first: the deadline leaves out the tail
   "train:$M:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv"
   "decode:$M:1:$DEC:scan" "decode:$M:1:$DEC:scan:pallas_cross" "decode:$M:1:$DEC:scan:fused_qkv"
   "decode:$M:4:$DEC:scan" "decode:$M:4:$DEC:scan$BEAM_KERNEL" "decode:$M:4:$DEC:scan:fused_qkv"
+  "decode:$M:4:$DEC:scan:beam_reorder"
   "decode:$M:1:$WIDE:scan"
   "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2" "train:$LARGE:$ATT:dots_attention:$MID:scan:unroll2"
   "train:$BASE:$ATT:dots_attention:$BIG:scan:unroll2:fused_qkv:fused_mlp"

@@ -47,9 +47,13 @@ _XLA_OPTIONS = {**{name: ('flags', name) for name in XLA_FLAG_SETS}, 'scan': ('s
                 'fused_qkv': ('fused_qkv', True), 'fused_mlp': ('fused_mlp', True)}
 # `keysfirst`: decoding caches the encoder keys [b, h, len, d] (cross_keys_last=False);
 # `pallas_cross`: a step's cross-attention is one Pallas flash-decoding kernel
-# (decode_cross_attention='pallas').
+# (decode_cross_attention='pallas'); `beam_indirect` / `beam_reorder`: beam search's
+# self-attention caches stay where they were written / are copied into each step's
+# beam order (beam_self_cache).
 _DECODE_OPTIONS = {**_XLA_OPTIONS, 'keysfirst': ('cross_keys_last', False),
-                   'pallas_cross': ('decode_cross_attention', 'pallas')}
+                   'pallas_cross': ('decode_cross_attention', 'pallas'),
+                   'beam_indirect': ('beam_self_cache', 'indirect'),
+                   'beam_reorder': ('beam_self_cache', 'reorder')}
 _OPTIMIZERS = {'adafactor': ('optimizer', 'adafactor'), 'adamw': ('optimizer', 'adamw')}
 _HF_DECODE = {'static': ('cache', 'static'), 'dynamic': ('cache', 'dynamic'),
               'compile': ('compiled', True)}
@@ -82,6 +86,7 @@ class Row:
   unroll: int | str = 1  # crosstask rows: layers per scan iteration, or 'full'
   cross_keys_last: bool = True  # decode, infer: the cached encoder keys' layout
   decode_cross_attention: str = 'einsum'  # decode, infer: a step's cross-attention
+  beam_self_cache: str = 'indirect'  # decode, infer: beam search's self-attention caches
   fused_qkv: bool = False  # crosstask rows: attention's projections of one input as one matmul
   fused_mlp: bool = False  # crosstask rows: a gated MLP's input branches as one matmul
   checkpointing: bool = False  # hf-train: gradient checkpointing

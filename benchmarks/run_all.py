@@ -202,7 +202,7 @@ def _default_decoding(row: gpu_spec.Row) -> bool:
   layout under trial)."""
   return (row.flags == "default" and row.cross_keys_last and row.unroll == 1
           and row.decode_cross_attention == "einsum" and not row.fused_qkv
-          and not row.fused_mlp)
+          and not row.fused_mlp and row.beam_self_cache == "indirect")
 
 
 def write_readme() -> None:

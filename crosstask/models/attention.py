@@ -350,6 +350,51 @@ def decode_cross_attention(query: jax.Array, key: jax.Array, value: jax.Array,
   return out.reshape(batch * copies, 1, heads, d)
 
 
+def beam_self_attention(query: jax.Array, key: jax.Array, value: jax.Array,
+                        source: jax.Array, bias: jax.Array | None, beams: int) -> jax.Array:
+  """One beam-search step's self-attention over caches the beams were never copied into.
+
+  query: [batch * beams, heads, 1, d]; key, value: the cached keys and values as each
+  row wrote them, [batch * beams, heads, length, d] (an example's beams are adjacent
+  rows, `decoding.repeat_batch`'s order); source: int32 [batch * beams, length], for
+  each row and position the beam (0 .. beams - 1) of the same example whose cache row
+  holds that position of this row's past; bias broadcasts to [batch * beams, heads, 1,
+  length]. Returns [batch * beams, heads, 1, d], what the einsum path gives on caches
+  reordered into each row's own past.
+
+  Each example's queries meet every beam row's keys in one batched matmul over the
+  cache as stored ([beams] query rows instead of 1: beams times the step's few attention
+  FLOPs, none of its bytes), and `source` picks each position's score from the row that
+  holds it. The picked score is a sum of one product and zeros, so it is the einsum
+  path's score exactly; the values' weighted sum is accumulated per holding row in
+  float32 and rounded once.
+  """
+  rows, heads, _, d = query.shape
+  length = key.shape[2]
+  batch = rows // beams
+  dt = query.dtype
+  # Each cache row r = (example, beam j) meets its example's beams' queries as [beams]
+  # query rows: [B*K, h, 1, d] -> [B, K(query), h, d] -> [B*K (holder j), h, K(query), d].
+  # The caches keep their own shape: a reshape of them, updated in place a moment
+  # before, had XLA:CPU copy each one into a new buffer every step.
+  q = jnp.swapaxes(query.reshape(batch, beams, heads, d), 1, 2)
+  q = jnp.broadcast_to(q[:, None], (batch, beams, heads, beams, d)).reshape(rows, heads, beams, d)
+  scores = jnp.einsum("rhkd,rhld->rhkl", q, key).astype(jnp.float32)
+  scores = scores.reshape(batch, beams, heads, beams, length)  # [B, j, h, k, L]
+  held = source.reshape(batch, 1, beams, length) == jnp.arange(beams)[None, :, None, None]
+  held = held[:, :, None]  # [B, j, 1, k, L]: row j holds position l of beam k
+  logits = jnp.sum(jnp.where(held, scores, 0.0), axis=1)  # [B, h, k, L]
+  if bias is not None:
+    bias = jnp.broadcast_to(bias, (rows, heads, 1, length)).reshape(batch, beams, heads, length)
+    logits = logits + jnp.swapaxes(bias, 1, 2)
+  weights = jax.nn.softmax(logits, axis=-1)
+  spread = jnp.where(held, weights[:, None], 0.0).astype(dt)  # [B, j, h, k, L]
+  out = jnp.einsum("rhkl,rhld->rhkd", spread.reshape(rows, heads, beams, length), value,
+                   preferred_element_type=jnp.float32)
+  out = out.reshape(batch, beams, heads, beams, d).sum(axis=1)  # [B, h, k, d]
+  return jnp.swapaxes(out.astype(dt), 1, 2).reshape(rows, heads, 1, d)
+
+
 def pad_for_decode_kernel(cached: jax.Array) -> jax.Array:
   """Cached encoder keys or values [b, h, length, d], zero-padded to a multiple of 16
   positions (the lengths `decode_cross_attention` is given mask the padding off)."""

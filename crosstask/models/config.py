@@ -13,6 +13,7 @@ _DTYPES = ("float32", "bfloat16", "float16")
 REMAT_POLICIES = remat.NO_REMAT + tuple(remat.POLICIES)  # the policies remat.py defines
 ATTENTION_IMPLEMENTATIONS = ("auto", "xla", "dot_product", "cudnn", "cudnn_segments", "flash")
 DECODE_CROSS_ATTENTION = ("einsum", "pallas", "pallas_interpret")
+BEAM_SELF_CACHE = ("reorder", "indirect")
 # The fields that change how a training step runs, never the parameters it starts from,
 # each at its plainest: the model initialises with these (model.get_initial_variables).
 SPEED_SETTINGS = {"remat_policy": "none", "scan_unroll": 1, "attention": "xla",
@@ -102,6 +103,14 @@ class TransformerConfig:
   # checkpoints keep the kernels apart.
   fused_qkv: bool = False
   fused_mlp: bool = False
+  # Beam search's self-attention caches when the beams are reordered after each step:
+  # "indirect" leaves them where they were written and keeps, per beam and position,
+  # which of its example's beam rows holds that position (an int32 table a layer), so a
+  # step reads each cached key once and writes only its new token; "reorder" copies
+  # every layer's cached keys and values into the new beam order, as T5X does (the
+  # whole allocated cache, read and written, every step). Same tokens; the scores'
+  # last bits may differ (attention.beam_self_attention).
+  beam_self_cache: str = "indirect"
 
   def __post_init__(self):
     # Gin hands lists; keep the record hashable.
@@ -137,6 +146,9 @@ class TransformerConfig:
     if self.decode_cross_attention not in DECODE_CROSS_ATTENTION:
       raise ValueError(f"TransformerConfig.decode_cross_attention must be one of "
                        f"{DECODE_CROSS_ATTENTION}, got {self.decode_cross_attention!r}")
+    if self.beam_self_cache not in BEAM_SELF_CACHE:
+      raise ValueError(f"TransformerConfig.beam_self_cache must be one of {BEAM_SELF_CACHE}, "
+                       f"got {self.beam_self_cache!r}")
     for name in ("fused_qkv", "fused_mlp"):
       if not isinstance(getattr(self, name), bool):
         raise ValueError(f"TransformerConfig.{name} must be a bool, got {getattr(self, name)!r}")

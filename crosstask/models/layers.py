@@ -128,6 +128,10 @@ class RelativePositionBias(nn.Module):
 # MLP's stacked input kernels in decoding's parameters (model.params_for_decoding).
 FUSED_QKV = "qkv"
 FUSED_MLP = "wi_stacked"
+# A self-attention layer's decoding-cache table under beam search with
+# `beam_self_cache="indirect"` (model.EncoderDecoderModel adds it): int32 [rows, length],
+# which beam row of the example holds each position of a row's past.
+BEAM_SOURCE = "beam_source"
 
 
 def stack_kernels(kernels) -> jax.Array:
@@ -154,9 +158,11 @@ class MultiHeadAttention(nn.Module):
   def __call__(self, inputs_q: jax.Array, inputs_kv: jax.Array,
                mask: attention.AttentionMask | None, position_bias: jax.Array | None = None,
                *, decode: bool = False, decode_position: jax.Array | None = None,
-               enable_dropout: bool = False, cache_length: int | None = None) -> jax.Array:
+               enable_dropout: bool = False, cache_length: int | None = None,
+               decode_groups: int = 1) -> jax.Array:
     """`position_bias` is float32 [1, heads, q, k]; `decode_position` (the step being
-    decoded) is needed for decode=True self-attention steps after the cache exists."""
+    decoded) is needed for decode=True self-attention steps after the cache exists;
+    `decode_groups` is the rows per example of a decoding step (beams or samples)."""
     cfg = self.config
     dt, pdt = cfg.compute_dtype, cfg.params_dtype
     h, d, dm = cfg.num_heads, cfg.d_kv, cfg.d_model
@@ -267,6 +273,15 @@ class MultiHeadAttention(nn.Module):
         visible = jnp.arange(key.shape[2]) <= idx
         step_bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
         bias = step_bias if bias is None else bias + step_bias
+        if decode_groups > 1 and self.has_variable("cache", BEAM_SOURCE):
+          # Beam search left the caches where each row wrote them: this step's token
+          # sits in the row's own slot, its past where the table says.
+          source = self.get_variable("cache", BEAM_SOURCE)
+          own = (jnp.arange(b) % decode_groups)[:, None]
+          source = jnp.where(jnp.arange(length)[None, :] == idx, own, source)
+          self.put_variable("cache", BEAM_SOURCE, source)
+          return output(jnp.swapaxes(attention.beam_self_attention(
+              query, key, value, source, bias, decode_groups), 1, 2))
 
     # Beam / sample copies of one example share its encoder keys: with cross keys cached
     # at batch B and queries at B * n (rows b*n .. b*n+n-1, decoding.repeat_batch's

@@ -31,7 +31,7 @@ from crosstask.models import losses
 Batch = Mapping[str, jax.Array]
 # decode_fn arguments the model fills in itself; decoder_params may not name them.
 _SET_BY_MODEL = frozenset({"prompt", "cache", "tokens_to_logits", "eos_id", "max_decode_len",
-                           "decode_rng", "num_decodes"})
+                           "decode_rng", "num_decodes", "reorder_cache"})
 
 class EncoderDecoderModel:
   """The contract a trainer / evaluator codes against (T5X EncoderDecoderModel-like)."""
@@ -261,6 +261,10 @@ class EncoderDecoderModel:
       kwargs["decode_rng"] = rng
     if "num_decodes" in self._decode_args:
       kwargs["num_decodes"] = num_decodes
+    if ("reorder_cache" in self._decode_args and num_decodes > 1
+        and module.config.beam_self_cache == "indirect"):
+      cache = _with_beam_sources(cache)
+      kwargs["reorder_cache"] = _reorder_beams_in_place
     seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
                                   max_decode_len=max_len, **kwargs)
     return seqs.astype(jnp.int32), scores.astype(jnp.float32)
@@ -311,6 +315,28 @@ def params_for_decoding(params, compute_dtype, residual_dtype=None, *,
                         key=lambda name: int(name.removeprefix("wi_")))  # wi_2 before wi_10
       stack(path[:-1], branches, layers.FUSED_MLP)
   return traverse_util.unflatten_dict(flat)
+
+
+def _with_beam_sources(cache) -> dict:
+  """The loop's cache with a `layers.BEAM_SOURCE` table beside each self-attention
+  cache: int32 [rows, length], filled in as the steps write their positions."""
+  flat = traverse_util.flatten_dict(flax.core.unfreeze(cache))
+  for path, leaf in list(flat.items()):
+    if path[-1] == "cached_key":  # [rows, heads, length, d]
+      flat[path[:-1] + (layers.BEAM_SOURCE,)] = jnp.zeros((leaf.shape[0], leaf.shape[2]),
+                                                          jnp.int32)
+  return traverse_util.unflatten_dict(flat)
+
+
+def _reorder_beams_in_place(cache, flat_parent: jax.Array):
+  """beam_search's reorder for `beam_self_cache="indirect"`: every leaf follows its
+  row's parent except the self-attention keys and values, which stay where they were
+  written; the tables, reordered, say where each row's past now lives."""
+  def reorder(path, leaf):
+    if leaf.ndim == 0 or path[-1].key in ("cached_key", "cached_value"):
+      return leaf
+    return jnp.take(leaf, flat_parent, axis=0)
+  return jax.tree_util.tree_map_with_path(reorder, cache)
 
 
 def _split_cross_cache(cache) -> tuple[dict, dict]:

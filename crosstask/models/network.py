@@ -32,13 +32,14 @@ def _dropout(layer: _Layer, y: jax.Array) -> jax.Array:
 
 
 def _attention_sublayer(layer: _Layer, x, keys_values, mask, position_bias, *, norm: str,
-                        name: str, cross: bool = False, decode_position=None):
+                        name: str, cross: bool = False, decode_position=None,
+                        decode_groups: int = 1):
   """x + dropout(attention(norm(x), keys_values or norm(x))): one pre-norm residual block."""
   y = layers.RMSNorm(layer.config, name=norm)(x)
   y = layers.MultiHeadAttention(layer.config, is_cross_attention=cross, name=name)(
       y, y if keys_values is None else keys_values, mask, position_bias, decode=layer.decode,
       decode_position=decode_position, enable_dropout=layer.enable_dropout,
-      cache_length=None if cross else layer.cache_length)
+      cache_length=None if cross else layer.cache_length, decode_groups=decode_groups)
   return x + _dropout(layer, y)
 
 
@@ -61,9 +62,12 @@ class DecoderLayer(_Layer):
 
   @nn.compact
   def __call__(self, x, position_bias, self_mask, encoded, cross_mask, decode_position=None):
+    # A decoding step's rows are an example's beam or sample copies; `encoded` has
+    # one row an example.
     x = _attention_sublayer(self, x, None, self_mask, position_bias,
                             norm="pre_self_attention_layer_norm", name="self_attention",
-                            decode_position=decode_position)
+                            decode_position=decode_position,
+                            decode_groups=x.shape[0] // encoded.shape[0] if self.decode else 1)
     x = _attention_sublayer(self, x, encoded, cross_mask, None,
                             norm="pre_cross_attention_layer_norm",
                             name="encoder_decoder_attention", cross=True)

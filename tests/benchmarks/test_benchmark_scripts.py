@@ -1,10 +1,13 @@
 """The benchmark scripts' own logic: the GPU rows' parsing, ratios and tables (the rows
 themselves run on the CPU in test_benchmark_session.py), the fine-tuning benchmark's
-unpacking, and the harness's alternation."""
+unpacking, the beam-cache comparison, and the harness's alternation."""
+
+import json
 
 import numpy as np
 import pytest
 
+import beam_cache
 import finetune_csl
 import gpu
 import gpu_crosstask
@@ -22,6 +25,10 @@ def test_rows_parse_once_into_typed_settings():
   whole = gpu_spec.parse("train:longlm_large:cudnn:dots_attention:64:scan:unrollfull")
   assert (whole.unroll, whole.settings()["unroll"]) == ("full", "full")
   assert gpu_crosstask.row_config(whole).scan_unroll == "full"
+  beams = gpu_spec.parse("decode:longlm_large:4:32:scan:beam_reorder")
+  assert gpu_crosstask.row_config(beams).beam_self_cache == "reorder"
+  assert gpu_crosstask.row_config(gpu_spec.parse("decode:longlm_large:4:32:scan")
+                                  ).beam_self_cache == "indirect"
   old = gpu_spec.parse("train:longlm_large:cudnn:none:16:default:scan")  # gpu.json's rows
   assert (old.flags, old.scan, old.optimizer) == ("default", True, "adafactor")
   hf = gpu_spec.parse("hf-train:t5_1_1_base:32:ckpt:adamw:compile")
@@ -104,6 +111,20 @@ def test_rows_after_a_shared_process_s_crash_are_not_run_not_failed(monkeypatch)
   assert train["status"] == "not_run" and train["reason"] == (
       "not run: its process ended on decode:tiny:1:8")
   assert all(r["date"] and len(r["load_1_5_15min_at_end"]) == 3 for r in (decode, train))
+
+
+def test_beam_cache_times_both_settings_on_the_same_tokens(tmp_path, capsys):
+  out = tmp_path / "beam_cache.json"
+  assert beam_cache.main(["--quick", "--out", str(out)]) == 0
+  result = json.loads(out.read_text())
+  assert result["same_tokens"] and result["generated_tokens"] > 8
+  assert set(result["rows"]) == {"reorder", "indirect"}
+  for row in result["rows"].values():
+    assert row["reps"] == 2 and row["per_s_best"] == pytest.approx(
+        result["generated_tokens"] / row["min_s"])
+  assert result["indirect_speedup"] == pytest.approx(
+      result["rows"]["reorder"]["min_s"] / result["rows"]["indirect"]["min_s"])
+  assert "same tokens: True" in capsys.readouterr().out
 
 
 def test_peak_lookup_takes_the_most_specific_name():

@@ -5,7 +5,7 @@ with this venv's Python made to see only the packages the device image has or th
 session carries (`gpu_image.py`), as run 9's eval-only rows found out the hard way.
 
 One test, one run of `gpu_session.sh --quick`: it is the slowest thing the suite starts
-(26 rows: the GPU's 31 less five that differ there only in batch, model or beam
+(27 rows: the GPU's 32 less five that differ there only in batch, model or beam
 search's kernel row; then `--quick-unrolled`'s one; on the GPU
 each row has its own process, here the rows of one framework and XLA flags share one:
 208 -> 122 s in the cold suite; HF's compiled rows through Dynamo and AOTAutograd's
@@ -96,7 +96,7 @@ def _check_the_session(session, rows):
   test_benchmark_profile.check_categories_agree_with_the_name_stack(again)
   assert "idle (span less busy)" in (session / "log.txt").read_text()
   failed = {k: r.get("reason") for k, r in rows.items() if r["status"] != "ok"}
-  assert len(rows) == 26 and not failed and rows["check"]["ok"], failed
+  assert len(rows) == 27 and not failed and rows["check"]["ok"], failed
   assert {r["kind"] for r in rows.values()} == {
       "check", "train", "hf-train", "decode", "hf-decode", "infer", "hf-infer"}
   assert all(r["date"] and len(r["load_1_5_15min_at_start"]) == 3 for r in rows.values())
@@ -185,6 +185,12 @@ def _check_the_rows_measure_what_they_name(rows):
     fused = rows[f"decode:tiny:{beams}:8:scan:fused_qkv"]
     assert fused["settings"]["fused_qkv"] is True
     assert fused["generated_tokens"] == rows[f"decode:tiny:{beams}:8:scan"]["generated_tokens"]
+  # Beam search with its self-attention caches copied into each step's beam order (the
+  # default leaves them in place) decodes as many tokens.
+  copied = rows["decode:tiny:4:8:scan:beam_reorder"]
+  assert copied["settings"]["beam_self_cache"] == "reorder"
+  assert rows["decode:tiny:4:8:scan"]["settings"]["beam_self_cache"] == "indirect"
+  assert copied["generated_tokens"] == rows["decode:tiny:4:8:scan"]["generated_tokens"]
   # The ratio is against HF's fastest twin: static, compiled or dynamic cache.
   decode = rows["decode:tiny:1:8:scan"]
   twins = [rows[f"hf-decode:tiny:1:8{cache}"] for cache in ("", ":compile", ":dynamic")]

@@ -3,6 +3,7 @@ scanned stack decoding unrolled give the tokens the plain program gives."""
 
 import dataclasses
 import functools
+import re
 import types
 
 import jax
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import numpy_params
+from crosstask.models import attention
 from crosstask.models import decoding
 from crosstask.models import layer_stacking
 from crosstask.models import model as model_lib
@@ -163,3 +165,85 @@ def test_fused_qkv_decodes_the_same_tokens(decode_fn, num_decodes, scan):
 def test_fused_qkv_is_checked():
   with pytest.raises(ValueError, match="fused_qkv must be a bool"):
     TransformerConfig(fused_qkv="yes")
+
+
+# ------------------------------------------- beam search's self caches left in place
+
+def _beam_decode(cfg, num_decodes, prompt=None):
+  """(tokens [B, K, L], scores [B, K]) of beam search with `cfg`, every beam returned."""
+  model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB,
+                                        decode_fn=decoding.beam_search)
+  batch = _batch(b=4, dec_len=9)
+  if prompt is not None:
+    batch["decoder_prompt_tokens"] = prompt
+  tokens, aux = model.predict_batch_with_aux(_params(dataclasses.replace(CFG, dtype=cfg.dtype)),
+                                             batch, num_decodes=num_decodes,
+                                             return_all_decodes=True)
+  return np.asarray(tokens), np.asarray(aux["scores"])
+
+
+@pytest.mark.parametrize("dtype,num_decodes", [("float32", 3), ("bfloat16", 4)])
+def test_beam_search_with_self_caches_left_in_place_decodes_the_same_beams(
+    monkeypatch, dtype, num_decodes):
+  plain_cfg = dataclasses.replace(CFG, dtype=dtype, beam_self_cache="reorder")
+  prompt = np.array([[7], [0], [9], [0]], np.int32)  # two rows start from a forced token
+  want, want_scores = _beam_decode(plain_cfg, num_decodes, prompt)
+  moved = []  # per step: did some beam continue another row's past?
+  reorder = model_lib._reorder_beams_in_place
+
+  def recording(cache, flat_parent):
+    jax.debug.callback(lambda p: moved.append(bool((p != np.arange(p.size)).any())),
+                       flat_parent)
+    return reorder(cache, flat_parent)
+  monkeypatch.setattr(model_lib, "_reorder_beams_in_place", recording)
+  got, got_scores = _beam_decode(dataclasses.replace(plain_cfg, beam_self_cache="indirect"),
+                                 num_decodes, prompt)
+  assert sum(moved) >= 3, moved  # the tables were exercised, not just carried
+  np.testing.assert_array_equal(got, want)
+  # The scores are picked exactly; only the values' sum is accumulated in another order.
+  np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5)
+  assert (want > 1).sum() > 20
+
+
+def test_beam_self_attention_equals_attention_over_caches_copied_into_each_beams_past():
+  rng = np.random.default_rng(0)
+  batch, beams, heads, length, d = 2, 3, 4, 6, 8
+  rows = batch * beams
+  query, key, value = (jnp.asarray(rng.normal(size=s), jnp.float32) for s in (
+      (rows, heads, 1, d), (rows, heads, length, d), (rows, heads, length, d)))
+  source = rng.integers(0, beams, (rows, length)).astype(np.int32)
+  bias = jnp.asarray(np.where(np.arange(length) <= 4, 0.0, -1e10), jnp.float32)[None, None, None]
+  bias = bias + jnp.asarray(rng.normal(size=(1, heads, 1, length)), jnp.float32)
+  got = attention.beam_self_attention(query, key, value, jnp.asarray(source), bias, beams)
+  # Each row's past copied out of the row the table names, then plain attention.
+  holder = (np.arange(rows) // beams * beams)[:, None] + source  # [rows, length]
+  past_k = np.asarray(key)[holder, :, np.arange(length)[None, :]].transpose(0, 2, 1, 3)
+  past_v = np.asarray(value)[holder, :, np.arange(length)[None, :]].transpose(0, 2, 1, 3)
+  logits = jnp.einsum("bhqd,bhkd->bhqk", query, past_k) + bias
+  want = jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(logits, axis=-1), past_v)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def _cache_gathers(cfg, num_decodes) -> int:
+  """Gathers in the beam-search loop's program whose result is a whole self-attention cache."""
+  model = model_lib.EncoderDecoderModel(Transformer(cfg), VOCAB, VOCAB,
+                                        decode_fn=decoding.beam_search)
+  encode, loop = model.decoding_programs(num_decodes=num_decodes)
+  encoded, cache = encode(_params(CFG), _batch())
+  jaxpr = str(jax.make_jaxpr(loop)(_params(CFG), _batch(), encoded, cache, jax.random.key(0)))
+  rows, length = 3 * num_decodes, _batch()["decoder_input_tokens"].shape[1]
+  cache_type = f"bf16[{rows},{CFG.num_heads},{length},{CFG.d_kv}]"
+  # jnp.take's calls, and the gather inside it where it is a jit of its own.
+  return len(re.findall(rf":{re.escape(cache_type)} = (?:gather\[|jit\[name=_take)", jaxpr))
+
+
+def test_beam_search_with_self_caches_left_in_place_copies_none_of_them():
+  # Copied: every step gathers each decoder layer's cached keys and values.
+  assert _cache_gathers(dataclasses.replace(CFG, beam_self_cache="reorder"), 3) >= (
+      2 * CFG.num_decoder_layers)
+  assert _cache_gathers(CFG, 3) == 0  # the default: left in place
+
+
+def test_beam_self_cache_is_checked():
+  with pytest.raises(ValueError, match="beam_self_cache must be one of"):
+    TransformerConfig(beam_self_cache="copy")
