@@ -365,9 +365,12 @@ def beam_self_attention(query: jax.Array, key: jax.Array, value: jax.Array,
   Each example's queries meet every beam row's keys in one batched matmul over the
   cache as stored ([beams] query rows instead of 1: beams times the step's few attention
   FLOPs, none of its bytes), and `source` picks each position's score from the row that
-  holds it. The picked score is a sum of one product and zeros, so it is the einsum
-  path's score exactly; the values' weighted sum is accumulated per holding row in
-  float32 and rounded once.
+  holds it (a sum of one score and zeros: the pick itself is exact). A matmul of K query
+  rows may add up its products in another order than the one-row einsum, and the values'
+  weighted sum is accumulated per holding row in float32 and rounded once, so results
+  equal the einsum path's up to rounding (~1e-5 relative in float32 on the tests' models).
+  A non-finite value in one beam row's cache (a float16 overflow) turns its siblings'
+  outputs into NaN too (0 x inf), where copying would keep it to that beam.
   """
   rows, heads, _, d = query.shape
   length = key.shape[2]

@@ -108,8 +108,8 @@ class TransformerConfig:
   # which of its example's beam rows holds that position (an int32 table a layer), so a
   # step reads each cached key once and writes only its new token; "reorder" copies
   # every layer's cached keys and values into the new beam order, as T5X does (the
-  # whole allocated cache, read and written, every step). Same tokens; the scores'
-  # last bits may differ (attention.beam_self_attention).
+  # whole allocated cache, read and written, every step). The same beams up to
+  # rounding: the scores' last bits may differ (attention.beam_self_attention).
   beam_self_cache: str = "indirect"
 
   def __post_init__(self):

@@ -132,6 +132,8 @@ FUSED_MLP = "wi_stacked"
 # `beam_self_cache="indirect"` (model.EncoderDecoderModel adds it): int32 [rows, length],
 # which beam row of the example holds each position of a row's past.
 BEAM_SOURCE = "beam_source"
+# A self-attention layer's decoding caches of past keys and values, [rows, heads, length, d].
+CACHED_KEY, CACHED_VALUE = "cached_key", "cached_value"
 
 
 def stack_kernels(kernels) -> jax.Array:
@@ -254,10 +256,10 @@ class MultiHeadAttention(nn.Module):
     if mask is not None:
       bias = mask.bias() if bias is None else mask.bias() + bias
     if decode and not self.is_cross_attention:
-      initialized = self.has_variable("cache", "cached_key")
+      initialized = self.has_variable("cache", CACHED_KEY)
       b, length = key.shape[0], cache_length or key.shape[2]
-      cached_key = self.variable("cache", "cached_key", jnp.zeros, (b, h, length, d), key.dtype)
-      cached_value = self.variable("cache", "cached_value", jnp.zeros, (b, h, length, d),
+      cached_key = self.variable("cache", CACHED_KEY, jnp.zeros, (b, h, length, d), key.dtype)
+      cached_value = self.variable("cache", CACHED_VALUE, jnp.zeros, (b, h, length, d),
                                    value.dtype)
       if initialized:
         if query.shape[2] != 1:
@@ -273,7 +275,10 @@ class MultiHeadAttention(nn.Module):
         visible = jnp.arange(key.shape[2]) <= idx
         step_bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
         bias = step_bias if bias is None else bias + step_bias
-        if decode_groups > 1 and self.has_variable("cache", BEAM_SOURCE):
+        if self.has_variable("cache", BEAM_SOURCE):
+          if decode_groups < 2:
+            raise ValueError(f"a {BEAM_SOURCE!r} table with {decode_groups} row(s) an example: "
+                             "beam search left the caches in place for beams this step lacks")
           # Beam search left the caches where each row wrote them: this step's token
           # sits in the row's own slot, its past where the table says.
           source = self.get_variable("cache", BEAM_SOURCE)

@@ -188,7 +188,8 @@ class EncoderDecoderModel:
     reserved = set(merged) & _SET_BY_MODEL
     if reserved:
       raise ValueError(f"decoder_params {sorted(reserved)} are set by the model "
-                       "(use predict_batch's num_decodes / rng, or the vocabulary's eos_id)")
+                       "(use predict_batch's num_decodes / rng, the vocabulary's eos_id, or "
+                       "TransformerConfig.beam_self_cache for reorder_cache)")
     if num_decodes > 1 and "num_decodes" not in self._decode_args:
       raise ValueError("num_decodes > 1 but decode_fn takes no num_decodes")
     return dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
@@ -261,8 +262,9 @@ class EncoderDecoderModel:
       kwargs["decode_rng"] = rng
     if "num_decodes" in self._decode_args:
       kwargs["num_decodes"] = num_decodes
+    # A network whose config has no such field reads no tables: its caches are copied.
     if ("reorder_cache" in self._decode_args and num_decodes > 1
-        and module.config.beam_self_cache == "indirect"):
+        and getattr(module.config, "beam_self_cache", "reorder") == "indirect"):
       cache = _with_beam_sources(cache)
       kwargs["reorder_cache"] = _reorder_beams_in_place
     seqs, scores = self.decode_fn(prompt, cache, tokens_to_logits, eos_id=self.eos_id,
@@ -322,7 +324,10 @@ def _with_beam_sources(cache) -> dict:
   cache: int32 [rows, length], filled in as the steps write their positions."""
   flat = traverse_util.flatten_dict(flax.core.unfreeze(cache))
   for path, leaf in list(flat.items()):
-    if path[-1] == "cached_key":  # [rows, heads, length, d]
+    if path[-1] == layers.CACHED_KEY:
+      if leaf.ndim != 4:  # a scanned stack's cache has a layer axis; decoding unrolls it
+        raise ValueError(f"{'/'.join(path)}: expected [rows, heads, length, d], got "
+                         f"{leaf.shape}")
       flat[path[:-1] + (layers.BEAM_SOURCE,)] = jnp.zeros((leaf.shape[0], leaf.shape[2]),
                                                           jnp.int32)
   return traverse_util.unflatten_dict(flat)
@@ -333,7 +338,7 @@ def _reorder_beams_in_place(cache, flat_parent: jax.Array):
   row's parent except the self-attention keys and values, which stay where they were
   written; the tables, reordered, say where each row's past now lives."""
   def reorder(path, leaf):
-    if leaf.ndim == 0 or path[-1].key in ("cached_key", "cached_value"):
+    if leaf.ndim == 0 or path[-1].key in (layers.CACHED_KEY, layers.CACHED_VALUE):
       return leaf
     return jnp.take(leaf, flat_parent, axis=0)
   return jax.tree_util.tree_map_with_path(reorder, cache)
