@@ -2,7 +2,7 @@
 # One lent GPU session's measurements in one call (about 8 minutes), most wanted
 # first, so a deadline leaves out the least:
 #   1. the profiles of LongLM-large's train step as the GPU profile trains it (cudnn,
-#      remat dots_attention, scan, two layers an iteration, batch 64) and of a greedy
+#      remat dots_attention, scan, two layers an iteration, batch 64) and of a beam-4
 #      decode (batch 32), raw traces kept under $OUT/raw
 #   2. the GPU default's train row and HF's fused AdamW beside it; the attention check;
 #      the default with attention's projections of one input as one matmul (`fused_qkv`);
@@ -66,7 +66,7 @@ if [[ "$MODE" == "--quick" || "$MODE" == "--quick-profiles" || "$MODE" == "--qui
   # The rows of one framework share a process on the CPU (no device memory to give back).
   M=tiny; ATT=xla; SEG=dot_product
   ROW_ARGS=(--platform=cpu --lengths=32/16 --new_tokens=6 --steps=1 --share_processes)
-  PROFILE=(--quick); DECODE_PROFILE=(--quick --decode); DEADLINE=3000; TIMEOUT=1200
+  PROFILE=(--quick); DECODE_PROFILE=(--quick --decode --beams=4); DEADLINE=3000; TIMEOUT=1200
   # One size a kind: rows that differ only in model or batch on the GPU are one row here,
   # and so is beam search's kernel row (beam tokens with the kernel: model tests).
   B=8; BIG=8; MID=8; DEC=8; WIDE=8; BASE=tiny; LARGE=tiny; BEAM_KERNEL=
@@ -76,7 +76,9 @@ else
   BEAM_KERNEL=:pallas_cross
   PROFILE=(--model=longlm_large --attention=cudnn --remat=dots_attention --batch=64 --scan
            --options unroll2 --steps=2)
-  DECODE_PROFILE=(--model=longlm_large --decode --batch=32 --scan --steps=1)
+  # Beam 4: the decode row furthest from its roofline (6.4x, H100 run 8); greedy's
+  # profile is results/profile_decode_h100.json (run 9).
+  DECODE_PROFILE=(--model=longlm_large --decode --beams=4 --batch=32 --scan --steps=1)
 fi
 
 if [[ "$MODE" == "--ttq" || "$MODE" == "--quick-ttq" ]]; then

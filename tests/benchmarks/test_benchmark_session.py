@@ -85,7 +85,8 @@ def _check_the_session(session, rows):
     assert set(profile["ops_ms_per_step"]) == set(trace_categories.CATEGORIES)
     assert profile["ops_ms_per_step"]["matmul"] > 0 and profile["top_ops"]
     assert (session / "raw" / f"{kind}.xplane.pb.gz").stat().st_size > 0
-  assert profile["ms_per_token_step"] > 0  # the decode's
+  assert profile["ms_per_token_step"] > 0  # the decode's: beam search's, the row furthest
+  assert profile["row"] == "decode:tiny:4:8"  # from its roofline on the GPU
   # The train step's raw trace reads back to its breakdown and passes profile_step's
   # real-trace checks (the one train-step trace the suite takes).
   train = json.loads((session / "profile_train.json").read_text())

@@ -188,7 +188,7 @@ def _beam_decode(cfg, num_decodes, prompt=None):
 def test_beam_search_with_self_caches_left_in_place_decodes_the_same_beams(
     monkeypatch, dtype, num_decodes):
   plain_cfg = dataclasses.replace(CFG, dtype=dtype, beam_self_cache="reorder")
-  prompt = np.array([[7], [0], [9], [0]], np.int32)  # two rows start from a forced token
+  prompt = np.array([[7, 5], [0, 0], [9, 0], [0, 0]], np.int32)  # forced prefixes of 2, 1, 0 tokens
   want, want_scores = _beam_decode(plain_cfg, num_decodes, prompt)
   moved = []  # per step: did some beam continue another row's past?
   reorder = model_lib._reorder_beams_in_place
