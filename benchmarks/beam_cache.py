@@ -1,7 +1,7 @@
 """Beam search's self-attention caches left in place against copied into each step's beam
 order (`TransformerConfig.beam_self_cache`), side by side in one process.
 
-The same weights (T5 1.1 small's shapes, or tiny's with --quick), the same batch, beam 4,
+The same weights (side_worker's T5 1.1 small, or tiny with --quick), the same batch, beam 4,
 both settings compiled first, then timed repetitions alternating between them; the two
 must decode the same tokens (checked and recorded). The GPU twin is gpu.py's
 `decode:...:4:32:scan` row against its `:beam_reorder` row.
@@ -21,31 +21,27 @@ import harness
 sys.path.insert(0, str(harness.ROOT / "tests"))
 
 SETTINGS = ("reorder", "indirect")
-SHAPES = {"small": dict(d_model=512, d_ff=1024, num_heads=6, d_kv=64, layers=8, vocab=32128),
-          "tiny": dict(d_model=128, d_ff=512, num_heads=4, d_kv=32, layers=2, vocab=512)}
 
 
 def _decoders(model: str, batch: int, input_len: int, new_tokens: int, beams: int):
-  """({setting: jitted decode}, params, batch) for one model shape."""
+  """({setting: jitted decode}, params, batch) for one of side_worker's model shapes."""
   import jax
-  import numpy as np
   import numpy_params
+  import side_worker
   from crosstask.models import decoding
   from crosstask.models import model as model_lib
   from crosstask.models.config import TransformerConfig
   from crosstask.models.network import Transformer
-  s = SHAPES[model]
-  cfg = TransformerConfig(vocab_size=s["vocab"], d_model=s["d_model"], d_ff=s["d_ff"],
+  s = side_worker.MODELS[model]
+  cfg = TransformerConfig(vocab_size=side_worker.VOCAB, d_model=s["d_model"], d_ff=s["d_ff"],
                           num_heads=s["num_heads"], d_kv=s["d_kv"],
-                          num_encoder_layers=s["layers"], num_decoder_layers=s["layers"],
+                          num_encoder_layers=s["num_layers"], num_decoder_layers=s["num_layers"],
                           activations=("gelu", "linear"), logits_via_embedding=False,
                           dropout_rate=0.0, dtype="float32")
-  vocab = types.SimpleNamespace(eos_id=1, vocab_size=s["vocab"])
-  rng = np.random.default_rng(0)
-  enc = rng.integers(2, s["vocab"], (batch, input_len)).astype(np.int32)
-  dec = np.zeros((batch, new_tokens), np.int32)
-  data = {"encoder_input_tokens": enc, "decoder_input_tokens": dec,
-          "decoder_target_tokens": dec}
+  vocab = types.SimpleNamespace(eos_id=side_worker.EOS, vocab_size=side_worker.VOCAB)
+  data = side_worker.random_batch({"batch": batch, "input_len": input_len,
+                                   "target_len": new_tokens})
+  enc, dec = data["encoder_input_tokens"], data["decoder_input_tokens"]
   params = numpy_params.random_params(Transformer(cfg), enc[:1, :8], dec[:1, :4])
   fns = {}
   for setting in SETTINGS:
