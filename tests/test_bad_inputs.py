@@ -8,10 +8,12 @@ afterwards; an optional `intact` callable checks more (a checkpoint still restor
 Other benchmarks' reader cases append plain tuples with `add_cases(...)`.
 """
 
+import atexit
 import json
 import os
 import pathlib
 import re
+import shutil
 import socket
 import tempfile
 from typing import Any, Callable, Iterable, NamedTuple
@@ -30,7 +32,10 @@ class BadInput(NamedTuple):
 
 CASES: list[BadInput] = []
 _KEPT: dict[pathlib.Path, bytes] = {}
+# Every process that imports this module (each xdist worker) writes its cases' files
+# here; removed when it exits, so runs leave nothing behind in the temporary directory.
 _ROOT = pathlib.Path(tempfile.mkdtemp(prefix='crosstask-bad-inputs-'))
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
 
 
 def add_cases(cases: Iterable[tuple]) -> None:
