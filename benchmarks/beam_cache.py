@@ -59,7 +59,7 @@ def main(argv=None) -> int:
   parser.add_argument("--input_len", type=int, default=256)
   parser.add_argument("--new_tokens", type=int, default=128)
   parser.add_argument("--reps", type=int, default=3)
-  parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/...)")
+  parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/..., with --quick a temporary folder)")
   args = parser.parse_args(argv)
   model = "tiny" if args.quick else "small"
   if args.quick:
@@ -91,7 +91,8 @@ def main(argv=None) -> int:
       "device": jax.devices()[0].device_kind, "model": model, "batch": args.batch,
       "beams": 4, "input_len": args.input_len, "new_tokens": args.new_tokens,
       "generated_tokens": generated, "same_tokens": same, "rows": rows,
-      "indirect_speedup": speedup}, harness.default_threads(), start_load, args.out)
+      "indirect_speedup": speedup}, harness.default_threads(), start_load, args.out,
+      quick=args.quick)
   return 0 if same else 1
 
 

@@ -168,7 +168,7 @@ def main(argv=None) -> int:
                    "real_tokens_per_rep": prepared["real_tokens"]},
       "input_pipeline": {**pipeline, "train_step_s": step_s,
                          "step_batches_per_s": 1 / step_s, "ratio": pipe_ratio, "goal": 5.0}},
-      args.threads, start_load, args.out)
+      args.threads, start_load, args.out, quick=args.quick)
   return 0
 
 

@@ -17,12 +17,16 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+# Where a --quick (smoke) run writes when no --out is given: never over the measured
+# results/ that benchmarks/README.md's table is built from.
+QUICK_RESULTS = pathlib.Path(tempfile.gettempdir()) / f"crosstask-bench-quick-{os.getuid()}"
 WORKER = ROOT / "benchmarks" / "side_worker.py"
 
 
@@ -210,15 +214,16 @@ def _json_lines(stdout: str) -> list[dict[str, Any]]:
 
 
 def write(name: str, payload: Mapping[str, Any], threads: int, start_load: Sequence[float],
-          out: str | None = None) -> pathlib.Path:
-  """benchmarks/results/<name>.json with date, machine, versions and load at start and end."""
+          out: str | None = None, quick: bool = False) -> pathlib.Path:
+  """benchmarks/results/<name>.json (QUICK_RESULTS/<name>.json for a `quick` smoke run, or
+  `out`) with date, machine, versions and load at start and end."""
   info = machine(threads)
   info["load_average_1_5_15min_at_start"] = list(start_load)
   info["load_average_1_5_15min_at_end"] = list(os.getloadavg())
   result = {"benchmark": name,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": info, **payload}
-  path = pathlib.Path(out) if out else RESULTS / f"{name}.json"
+  path = pathlib.Path(out) if out else (QUICK_RESULTS if quick else RESULTS) / f"{name}.json"
   path.parent.mkdir(parents=True, exist_ok=True)
   path.write_text(json.dumps(result, indent=2) + "\n")
   print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

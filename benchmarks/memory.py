@@ -165,7 +165,7 @@ def main(argv=None) -> int:
                         ["remat", "scheduler", "params (M)", "arguments", "temporaries", "peak",
                          "compile s"]))
   _carry_skipped_parts(payload, args.out)
-  harness.write("memory", payload, args.threads, start_load, args.out)
+  harness.write("memory", payload, args.threads, start_load, args.out, quick=args.quick)
   return 0
 
 

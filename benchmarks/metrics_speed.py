@@ -239,7 +239,7 @@ def main(argv=None) -> int:
                        "rouge_score_seconds_extrapolated": reference_10k,
                        "rouge_score_pairs_timed": m, "speedup": reference_10k / ours["median_s"],
                        "equal_on_subset": subset == reference, "value": value}},
-      1, start_load, args.out)
+      1, start_load, args.out, quick=args.quick)
   return 0
 
 

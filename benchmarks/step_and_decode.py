@@ -130,7 +130,7 @@ def main(argv=None) -> int:
                       help="comma-separated workload kinds: train,greedy,beam4,encode")
   parser.add_argument("--threads", type=int, default=harness.default_threads(),
                       help="intra-op threads for each framework (default: all cores)")
-  parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/...)")
+  parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/..., with --quick a temporary folder)")
   args = parser.parse_args(argv)
   models = [m.strip() for m in args.models.split(",") if m.strip()]
   workloads = [TRAIN] + DECODES + INFERENCE_DECODES + ENCODES
@@ -164,7 +164,8 @@ def main(argv=None) -> int:
                 "processes": "a fresh pair (crosstask, HF) per workload",
                 "cpu_peak_gflop_per_s": peak,
                 "quick": args.quick, "vocab": 32128, "threads": args.threads},
-      "results": rows, "total_seconds": timer.seconds}, args.threads, start_load, args.out)
+      "results": rows, "total_seconds": timer.seconds}, args.threads, start_load, args.out,
+      quick=args.quick)
   return 0
 
 

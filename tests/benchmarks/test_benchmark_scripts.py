@@ -3,6 +3,8 @@ themselves run on the CPU in test_benchmark_session.py), the fine-tuning benchma
 unpacking, the beam-cache comparison, and the harness's alternation."""
 
 import json
+import pathlib
+import types
 
 import numpy as np
 import pytest
@@ -113,10 +115,14 @@ def test_rows_after_a_shared_process_s_crash_are_not_run_not_failed(monkeypatch)
   assert all(r["date"] and len(r["load_1_5_15min_at_end"]) == 3 for r in (decode, train))
 
 
-def test_beam_cache_times_both_settings_on_the_same_tokens(tmp_path, capsys):
-  out = tmp_path / "beam_cache.json"
-  assert beam_cache.main(["--quick", "--out", str(out)]) == 0
-  result = json.loads(out.read_text())
+def test_beam_cache_times_both_settings_on_the_same_tokens(tmp_path, monkeypatch, capsys):
+  # A --quick run without --out writes to the smoke runs' folder, not over results/.
+  monkeypatch.setattr(harness, "QUICK_RESULTS", tmp_path)
+  measured = harness.RESULTS / "beam_cache.json"
+  before = measured.read_bytes()
+  assert beam_cache.main(["--quick"]) == 0
+  assert measured.read_bytes() == before
+  result = json.loads((tmp_path / "beam_cache.json").read_text())
   assert result["same_tokens"] and result["generated_tokens"] > 8
   assert set(result["rows"]) == {"reorder", "indirect"}
   for row in result["rows"].values():
@@ -243,3 +249,19 @@ def test_results_table_keeps_a_decode_line_measured_beside_hf_and_shows_the_eval
   assert "2.50x (50 tokens/s)" in greedy and "day 1, gpu 1" in greedy
   job = next(v for k, v in lines.items() if "eval-only job" in k)
   assert "95.4 examples/s; HF's loop 5.36 (run 2" in job and "| <= 0.20 | yes |" in job
+
+
+def test_a_quick_make_bench_runs_each_script_small_and_leaves_gpu_to_its_session(
+    monkeypatch, capsys):
+  # `make bench BENCH_ARGS=--quick`: every CPU script with --quick (each then writes to
+  # harness.QUICK_RESULTS); gpu.py, which has no smoke size, is skipped with a pointer.
+  ran = []
+  monkeypatch.setattr(run_all.subprocess, "run",
+                      lambda cmd, **kw: ran.append(cmd[1:]) or types.SimpleNamespace(returncode=0))
+  monkeypatch.setattr(run_all, "write_readme", lambda: None)
+  monkeypatch.setenv("CROSSTASK_DATA_DIR", "/nonexistent")
+  assert run_all.main(["--quick"]) == 0
+  assert [pathlib.Path(cmd[0]).stem for cmd in ran] == [
+      name for name in run_all.BENCHMARKS if name != "gpu"]
+  assert all(cmd[1:] == ["--quick"] for cmd in ran)
+  assert "gpu_session.sh --quick" in capsys.readouterr().out
