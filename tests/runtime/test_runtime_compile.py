@@ -104,9 +104,13 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
 
 
 @pytest.mark.slow
-def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction():
-  report, text = _cli_run(['--gin_file=' + TINY, '--topology=v5e:2x2',
-                           '--gin.TRAIN_STEPS=3000'] + ['--gin.' + b for b in SMALL_BATCH])
+def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction(tmp_path):
+  # TRAIN_STEPS from a run file, as a researcher's run gin gives it (on the command
+  # line it takes load_run's same path: test_runtime_compile_prediction.py).
+  run_file = tmp_path / 'steps.gin'
+  run_file.write_text('TRAIN_STEPS = 3000\n')
+  report, text = _cli_run(['--gin_file=' + TINY, f'--gin_file={run_file}', '--topology=v5e:2x2']
+                          + ['--gin.' + b for b in SMALL_BATCH])
   assert report['fits'] is True and report['prng_impl'] == 'unsafe_rbg'
   assert report['hbm_gib'] == 16 and report['chips'] == 4 and report['layout'] == 'data'
   assert 0 < report['per_chip_gib'] < report['hbm_gib']
@@ -126,6 +130,7 @@ def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction():
   step_s = sum(terms)
   assert report['predicted_step_s'] == pytest.approx(step_s)
   assert report['predicted_floor_s'] == pytest.approx(max(terms))
+  assert report['train_steps'] == 3000
   assert report['predicted_hours'] == pytest.approx(3000 * step_s / 3600)
   assert report['predicted_mfu'] == pytest.approx(
       report['model_flops_per_chip'] / chip.peak_bf16_flops / step_s)
