@@ -10,7 +10,9 @@ import contextlib
 import io
 import json
 import math
+import subprocess
 import sys
+import textwrap
 
 import gin
 import numpy as np
@@ -23,6 +25,7 @@ import jax  # pylint: disable=g-import-not-at-top
 from crosstask import compile as compile_cli  # pylint: disable=g-import-not-at-top
 from crosstask.runtime.jobs import aot  # pylint: disable=g-import-not-at-top
 from crosstask.runtime.sharding import topology  # pylint: disable=g-import-not-at-top
+import runtime_subprocess as rs  # pylint: disable=g-import-not-at-top
 
 TINY = 't5_1_1/tiny.gin'
 SMALL_BATCH = ['BATCH_SIZE=8', "TASK_FEATURE_LENGTHS={'inputs': 32, 'targets': 16}"]
@@ -66,7 +69,7 @@ def _check_per_chip_bytes(report: dict, run, trainer) -> None:
   assert report['flops_per_chip'] > 0 and report['compile_s'] > 0
 
 
-# 'data', the default layout, is compiled by the CLI test below: the same program.
+# 'data', the default layout, is compiled by the CLI test below (under a run file).
 @pytest.mark.slow
 @pytest.mark.parametrize('layout', [layout for layout in LAYOUTS if layout != 'data'])
 def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
@@ -105,17 +108,19 @@ def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
 
 @pytest.mark.slow
 def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction(tmp_path):
-  # TRAIN_STEPS from a run file, as a researcher's run gin gives it (on the command
-  # line it takes load_run's same path: test_runtime_compile_prediction.py).
-  run_file = tmp_path / 'steps.gin'
-  run_file.write_text('TRAIN_STEPS = 3000\n')
-  report, text = _cli_run(['--gin_file=' + TINY, f'--gin_file={run_file}', '--topology=v5e:2x2']
+  # A researcher's run file on the shipped runs/finetune.gin (its optimizer, dropout and
+  # required MODEL_DIR and task left unset) gives TRAIN_STEPS=300. (TRAIN_STEPS on the
+  # command line takes load_run's same path: test_runtime_compile_prediction.py.)
+  run_file = tmp_path / 'my_finetune.gin'
+  run_file.write_text("include 'runs/finetune.gin'\nTRAIN_STEPS = 300\n")
+  files = [TINY, str(run_file)]
+  report, text = _cli_run([f'--gin_file={f}' for f in files] + ['--topology=v5e:2x2']
                           + ['--gin.' + b for b in SMALL_BATCH])
   assert report['fits'] is True and report['prng_impl'] == 'unsafe_rbg'
   assert report['hbm_gib'] == 16 and report['chips'] == 4 and report['layout'] == 'data'
   assert 0 < report['per_chip_gib'] < report['hbm_gib']
   # The per-chip bytes of the 'data' layout, against the state's totals (shapes only).
-  run = aot.load_run([TINY], SMALL_BATCH, aot.target('v5e:2x2').devices, layout='data')
+  run = aot.load_run(files, SMALL_BATCH, aot.target('v5e:2x2').devices, layout='data')
   _check_per_chip_bytes(report, run, aot.build_trainer(run))
   # The model's 'auto' attention and remat took the TPU profile's, not this CPU's.
   assert (report['model_options']['attention'], report['model_options']['remat_policy']) == (
@@ -130,14 +135,14 @@ def test_cli_json_last_line_reports_a_fitting_chip_and_its_prediction(tmp_path):
   step_s = sum(terms)
   assert report['predicted_step_s'] == pytest.approx(step_s)
   assert report['predicted_floor_s'] == pytest.approx(max(terms))
-  assert report['train_steps'] == 3000
-  assert report['predicted_hours'] == pytest.approx(3000 * step_s / 3600)
+  assert report['train_steps'] == 300
+  assert report['predicted_hours'] == pytest.approx(300 * step_s / 3600)
   assert report['predicted_mfu'] == pytest.approx(
       report['model_flops_per_chip'] / chip.peak_bf16_flops / step_s)
   # The human-readable table came first.
   assert 'fits' in text and 'predicted step' in text and 'predicted MFU' in text
   assert 'roofline' in text
-  assert 'for TRAIN_STEPS=3000' in text
+  assert 'for TRAIN_STEPS=300' in text
 
 
 def _cli_run(argv) -> tuple[dict, str]:
@@ -239,3 +244,32 @@ def test_topology_names():
   assert (two.num_slices, two.num_chips) == (2, 16)
   with pytest.raises(topology.TopologyError, match='3-D grid'):
     topology.parse('v4:2x2x2x2')
+
+
+_CACHE_ENTRIES = textwrap.dedent("""
+    import pathlib, sys
+    import jax, jax.numpy as jnp
+    from crosstask.runtime.jobs import aot
+    where = aot.target('v5e:2x2')
+    one = jax.sharding.SingleDeviceSharding(where.devices[0])
+    x = jax.ShapeDtypeStruct((128, 128), jnp.float32, sharding=one)
+    def entries_after_compiling(scale):
+      jax.jit(lambda a: jnp.tanh(a @ a) * scale, in_shardings=one).lower(x).compile()
+      return len(list(pathlib.Path(sys.argv[1]).iterdir()))
+    plain = entries_after_compiling(2.0)
+    with aot._no_persistent_cache_entries(where.devices):
+      print(plain, entries_after_compiling(3.0))
+""")
+
+
+def test_compiles_for_a_slice_write_no_persistent_cache_entry(tmp_path):
+  # No client loads a compile-only executable back: a cached one only warned on the
+  # next compile of the program. A fresh process, so the cache is this test's folder.
+  env = dict(rs.env(), JAX_COMPILATION_CACHE_DIR=str(tmp_path),
+             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS='0')
+  done = subprocess.run([sys.executable, '-c', _CACHE_ENTRIES, str(tmp_path)], env=env,
+                        cwd=rs.REPO, capture_output=True, text=True, timeout=120)
+  assert done.returncode == 0, done.stderr[-2000:]
+  plain, compile_only = map(int, done.stdout.split())
+  assert plain >= 1  # JAX's own path writes one for the same kind of compile
+  assert compile_only == plain  # the context added none

@@ -11,6 +11,7 @@ the bytes of parameters and optimizer state from their shardings (computed here)
 XLA's cost model, the collectives in the optimized program, a roofline step time.
 """
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -171,10 +172,11 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
   key = run_lib.abstract_key(job.profile.prng_impl)
   start = time.perf_counter()
   try:
-    if step == 'train':
-      programs = {'train_step': trainer.compile_train_step(state, batch, key)}
-    else:
-      programs = _compile_decoding(job, partitioner, state['params'], batch, key)
+    with _no_persistent_cache_entries(devices):
+      if step == 'train':
+        programs = {'train_step': trainer.compile_train_step(state, batch, key)}
+      else:
+        programs = _compile_decoding(job, partitioner, state['params'], batch, key)
   except jax.errors.JaxRuntimeError as e:
     # The TPU compiler refuses a program that does not fit the chip's HBM.
     overflow = compile_report.out_of_memory(str(e))
@@ -193,6 +195,24 @@ def compile_trainer(trainer: trainer_lib.Trainer, job: run_lib.Run, *,
                            compile_s=time.perf_counter() - start)
   result.prng_impl = job.profile.prng_impl
   return result
+
+
+@contextlib.contextmanager
+def _no_persistent_cache_entries(devices: Sequence[jax.Device]):
+  """Compiles for compile-only devices (a TPU slice described by libtpu) write nothing
+  to JAX's persistent compilation cache, where one is set: no client can load such an
+  entry back, so writing it cost time (0.4 s a tiny-model step on 2 cores, 2.3 MB) and
+  the next compile of the same program warned that the entry could not be read. JAX
+  checks the minimum compile time for each entry it writes; it is restored after."""
+  if type(getattr(devices[0], 'client', None)).__name__ != 'CompileOnlyPyClient':
+    yield
+    return
+  before = jax.config.jax_persistent_cache_min_compile_time_secs
+  jax.config.update('jax_persistent_cache_min_compile_time_secs', float('inf'))
+  try:
+    yield
+  finally:
+    jax.config.update('jax_persistent_cache_min_compile_time_secs', before)
 
 
 def report_programs(trainer: trainer_lib.Trainer, job: run_lib.Run,
