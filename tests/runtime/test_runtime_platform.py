@@ -248,13 +248,10 @@ def test_decoding_with_the_cpu_profile_or_xlas_defaults_gives_the_same_outputs(p
   model, batch = _model(beam), _batch()
   num_decodes = 4 if beam else 1
   cpu = _runner(model, params, platform.PROFILES["cpu"], num_decodes, jax.devices()[:1])
-  # XLA's defaults on 2 devices, four examples a device: the sharded loop decodes alike
-  # (beam search's tables of where each beam's past lives reordered among each device's
-  # rows). Not all 8: with 8 device threads on the xdist worker's one core the beam case
-  # once took 22 s in a cold `make test-fast` (2 s alone, and in other runs; the likely
-  # cause, unconfirmed: every loop step's collectives wait for all the devices' threads).
+  # XLA's defaults on all 8 devices, one example a device: the sharded loop decodes alike
+  # (beam search's tables of where each beam's past lives reordered on each device's rows).
   xla = _runner(model, params, platform.profile("cpu", decode_compiler_options={}),
-                num_decodes, jax.devices()[:2])
+                num_decodes, jax.devices())
   assert cpu._predict_options == {"encoder": dict(platform.PROFILES["cpu"].encoder_compiler_options),
                                   "loop": dict(platform.PROFILES["cpu"].loop_compiler_options)}
   assert xla._predict_options == {"encoder": {}, "loop": {}}
