@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+import tensorflow as tf
 
 import runtime_helpers as rh
 import runtime_subprocess as rs
@@ -123,6 +124,18 @@ def test_nonfinite_loss_stops_naming_step_terms_and_task(tmp_path):
   dumped = np.load(model_dir / f'nonfinite_batch_step_{BAD_STEP}-0.npz')
   assert (dumped['encoder_input_tokens'] == rh.POISON_ID).any()
   assert not (model_dir / 'train-0.lock').exists()  # Released on the way out.
+  # So is the input pipeline: no frame of the error's traceback holds a tf.data iterator
+  # (one left there was freed by a later garbage collection, which it blocked for 18-23 s
+  # in `make test-fast` while its autotuning thread slept).
+  held = [(tb.tb_frame.f_code.co_name, name) for tb in _frames(e.value.__traceback__)
+          for name, v in tb.tb_frame.f_locals.items() if isinstance(v, tf.data.Iterator)]
+  assert not held, held
+
+
+def _frames(tb):
+  while tb is not None:
+    yield tb
+    tb = tb.tb_next
 
 
 def test_nonfinite_batches_skipped_when_asked(tmp_path, capsys):
