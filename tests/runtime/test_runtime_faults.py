@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import traceback
 
 import gin
 import jax
@@ -125,17 +126,11 @@ def test_nonfinite_loss_stops_naming_step_terms_and_task(tmp_path):
   assert (dumped['encoder_input_tokens'] == rh.POISON_ID).any()
   assert not (model_dir / 'train-0.lock').exists()  # Released on the way out.
   # So is the input pipeline: no frame of the error's traceback holds a tf.data iterator
-  # (one left there was freed by a later garbage collection, which it blocked for 18-23 s
+  # (one left there was freed by a later garbage collection, which it blocked for 18-27 s
   # in `make test-fast` while its autotuning thread slept).
-  held = [(tb.tb_frame.f_code.co_name, name) for tb in _frames(e.value.__traceback__)
-          for name, v in tb.tb_frame.f_locals.items() if isinstance(v, tf.data.Iterator)]
+  held = [(frame.f_code.co_name, name) for frame, _ in traceback.walk_tb(e.value.__traceback__)
+          for name, v in frame.f_locals.items() if isinstance(v, tf.data.Iterator)]
   assert not held, held
-
-
-def _frames(tb):
-  while tb is not None:
-    yield tb
-    tb = tb.tb_next
 
 
 def test_nonfinite_batches_skipped_when_asked(tmp_path, capsys):

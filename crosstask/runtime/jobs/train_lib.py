@@ -243,7 +243,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
     # The input pipeline goes now, not with the traceback of an error that ends the loop
     # (NaN loss, preemption): that traceback's frames sit in a reference cycle, and a
     # tf.data iterator freed by a later garbage collection blocked it until the pipeline's
-    # autotuning thread next woke, a period that grows while it lives (18-23 s seen).
+    # autotuning thread next woke, a period that grows while it lives (18-27 s seen).
     iterator = None
   if skipped:
     console.say(f'Skipped {skipped} batches with a non-finite loss.')
