@@ -59,7 +59,8 @@ def main(argv=None) -> int:
   parser.add_argument("--input_len", type=int, default=256)
   parser.add_argument("--new_tokens", type=int, default=128)
   parser.add_argument("--reps", type=int, default=3)
-  parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/..., with --quick a temporary folder)")
+  parser.add_argument("--out", default=None,
+                      help="JSON path (default benchmarks/results/...; --quick: a temp folder)")
   args = parser.parse_args(argv)
   model = "tiny" if args.quick else "small"
   if args.quick:

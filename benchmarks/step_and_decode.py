@@ -130,7 +130,8 @@ def main(argv=None) -> int:
                       help="comma-separated workload kinds: train,greedy,beam4,encode")
   parser.add_argument("--threads", type=int, default=harness.default_threads(),
                       help="intra-op threads for each framework (default: all cores)")
-  parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/..., with --quick a temporary folder)")
+  parser.add_argument("--out", default=None,
+                      help="JSON path (default benchmarks/results/...; --quick: a temp folder)")
   args = parser.parse_args(argv)
   models = [m.strip() for m in args.models.split(",") if m.strip()]
   workloads = [TRAIN] + DECODES + INFERENCE_DECODES + ENCODES
