@@ -1,5 +1,7 @@
 """The console: entry points print what the researcher asked for, not library noise."""
 
+import gc
+import json
 import logging
 import subprocess
 import sys
@@ -42,6 +44,41 @@ def test_the_task_layers_command_line_lists_without_startup_noise():
   assert done.returncode == 0, done.stderr[-3000:]
   assert done.stderr == '' and done.stdout.splitlines() == [
       'task     csl_zh_abstract_to_title.p0', '1 tasks, 0 mixtures'], done.stderr[-3000:]
+
+
+# A command line's TensorFlow import, as `quiet_startup` arranges it: the collections
+# during the import, the collector's state after, the objects frozen.
+_IMPORT_UNDER_STARTUP = """
+import gc, json
+from crosstask import startup
+startup.quiet_startup()
+collections = []
+gc.callbacks.append(lambda phase, info: collections.append(1) if phase == 'start' else None)
+import tensorflow
+gc.callbacks.clear()
+print(json.dumps([len(collections), gc.isenabled(), gc.get_freeze_count()]))
+"""
+
+
+@pytest.mark.slow  # a subprocess that imports TensorFlow
+def test_tensorflows_import_runs_without_the_collector_and_stays_out_of_its_scans():
+  done = subprocess.run([sys.executable, '-c', _IMPORT_UNDER_STARTUP], cwd=rs.REPO,
+                        env=rs.env(), capture_output=True, text=True, timeout=300, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  collections, enabled, frozen = json.loads(done.stdout.splitlines()[-1])
+  # Collected as usual: ~1,200 collections during the import, nothing frozen.
+  assert collections == 0 and enabled and frozen > 300_000, done.stdout
+
+
+def test_a_collector_the_caller_turned_off_stays_off():
+  frozen = gc.get_freeze_count()
+  gc.disable()
+  try:
+    with startup._collector_paused_then_frozen():  # pylint: disable=protected-access
+      pass
+    assert not gc.isenabled() and gc.get_freeze_count() == frozen
+  finally:
+    gc.enable()
 
 
 def test_unactionable_library_warnings_are_dropped_and_others_kept():
