@@ -1,6 +1,8 @@
 """conftest.py's scheduling of the test processes: a worker pinned to one core starts
-its children (the entry points the end-to-end tests run) on every core."""
+its children (the entry points the end-to-end tests run) on every core, and the garbage
+collector keeps out of the collected modules."""
 
+import gc
 import json
 import os
 import pathlib
@@ -58,3 +60,11 @@ def test_slow_tests_run_first_longest_first_then_the_rest_in_collected_order(pyt
   conftest.pytest_collection_modifyitems(None, None, items)
   assert [item.name for item in items] == [
       "slow_long", "slow_long_too", "slow_default", "slow_short", "fast_a", "fast_b"]
+
+
+def test_the_tests_run_with_the_collector_on_and_the_collected_modules_frozen():
+  # Off while the modules were collected (pytest_configure), back on since, with what
+  # collection imported frozen and the raised thresholds (pytest_collection_finish).
+  assert gc.isenabled()
+  assert gc.get_threshold() == (20_000, 20, 50)
+  assert gc.get_freeze_count() > 0
