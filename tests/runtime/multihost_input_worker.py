@@ -39,6 +39,8 @@ def host_rows(host) -> np.ndarray:
 
 
 def main(out: str) -> None:
+  from crosstask import startup
+  startup.quiet_startup()  # As the entry points start: TensorFlow (SeqIO's) loads quietly.
   from crosstask.runtime.sharding import partitioning
   partitioning.initialize_distributed(enabled=True)
   import test_runtime_partitioning as tp
