@@ -4,6 +4,7 @@ The runs are the tiny test model on the synthetic tasks of runtime_helpers, call
 through gin as `python -m crosstask.train` would call them.
 """
 
+import gc
 import json
 import os
 import shutil
@@ -21,10 +22,14 @@ import tensorflow as tf
 import runtime_helpers as rh
 import runtime_subprocess as rs
 from crosstask.models import config as config_lib
+from crosstask.models import model as model_lib
 from crosstask.models import network
+from crosstask.runtime.data import pipeline as data
 from crosstask.runtime.config import gin_utils
+from crosstask.runtime.config import run as run_lib
 from crosstask.runtime.jobs import train_lib
 from crosstask.runtime.report import faults
+from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import checkpoints
 
 
@@ -208,3 +213,28 @@ def test_unwritable_or_full_model_dir_fails_before_training(tmp_path, monkeypatc
     _train(tmp_path / 'full', 2, 'CHECKPOINT_PERIOD=1')
   assert not list((tmp_path / 'full').glob('checkpoint_*'))
   assert not (tmp_path / 'full' / 'train-0.lock').exists()
+
+
+def test_an_error_in_the_train_eval_leaves_no_input_pipeline_behind():
+  # T5X's train_eval met an error after its first batch (here: parameters of another
+  # tree). Its pipeline goes with the error, not with a later garbage collection of the
+  # traceback (see the NaN test above): no tf.data iterator the evaluation made lives on.
+  # (Its batches held in a named local, it does: one iterator.)
+  cfg = config_lib.TransformerConfig(
+      vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
+      num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), rh.VOCAB, rh.VOCAB)
+  partitioner = partitioning.Partitioner()
+  lengths = {'inputs': 16, 'targets': 16}
+  run = run_lib.resolve(model, partitioner, batch_size=8, lengths=lengths)
+  ds_cfg = data.DatasetConfig('runtime_copy', lengths, 'train', 8, shuffle=False, seed=0)
+  evaluate = train_lib._teacher_forced_eval(  # pylint: disable=protected-access
+      model, partitioner, partitioner.logical_to_sharding(run.boxed), ds_cfg, max_batches=2)
+
+  def live_iterators():
+    return {id(o) for o in gc.get_objects() if issubclass(type(o), tf.data.Iterator)}
+  before = live_iterators()
+  with pytest.raises(ValueError) as e:
+    evaluate({'not': np.zeros(3, np.float32)})
+  assert e.value.__traceback__ is not None
+  assert not live_iterators() - before

@@ -45,6 +45,8 @@ def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetC
     # The last, short batch is zero-padded: padding has zero loss weight.
     ds = data.get_dataset(cfg, num_epochs=1, drop_remainder=False, host_input=host)
     with partitioner.context():
+      # The batches are the loop's own iterator, not a local: an error leaving this frame
+      # drops them with it, where a named one would stay with the traceback (_train).
       for i, batch in enumerate(data.numpy_batches(ds)):
         if max_batches and i >= max_batches:
           break
