@@ -40,7 +40,8 @@ def host_rows(host) -> np.ndarray:
 
 def main(out: str) -> None:
   from crosstask import startup
-  startup.quiet_startup()  # As the entry points start: TensorFlow (SeqIO's) loads quietly.
+  startup.quiet_startup()  # As the entry points start: SeqIO's TensorFlow loads quietly,
+  # out of the garbage collector's way.
   from crosstask.runtime.sharding import partitioning
   partitioning.initialize_distributed(enabled=True)
   import test_runtime_partitioning as tp

@@ -101,12 +101,15 @@ def test_pipeline_that_cannot_save_its_position_skips_batches(tmp_path, capsys):
   _assert_same(_params(restarted, 4), _params(run, 4))
 
 
-def _poisoned_model():
-  cfg = config_lib.TransformerConfig(
+def _network() -> network.Transformer:
+  return network.Transformer(config_lib.TransformerConfig(
       vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
       num_decoder_layers=1, activations=('gelu', 'linear'), logits_via_embedding=False,
-      dropout_rate=0.0, dtype='float32')
-  return rh.PoisonedModel(network.Transformer(cfg), rh.VOCAB, rh.VOCAB)
+      dropout_rate=0.0, dtype='float32'))
+
+
+def _poisoned_model():
+  return rh.PoisonedModel(_network(), rh.VOCAB, rh.VOCAB)
 
 
 # Unshuffled, example 40 lies in the sixth batch of 8: step 6 is non-finite.
@@ -220,10 +223,7 @@ def test_an_error_in_the_train_eval_leaves_no_input_pipeline_behind():
   # tree). Its pipeline goes with the error, not with a later garbage collection of the
   # traceback (see the NaN test above): no tf.data iterator the evaluation made lives on.
   # (Its batches held in a named local, it does: one iterator.)
-  cfg = config_lib.TransformerConfig(
-      vocab_size=264, d_model=32, d_ff=64, num_heads=4, d_kv=8, num_encoder_layers=1,
-      num_decoder_layers=1, activations=('gelu', 'linear'), dropout_rate=0.0, dtype='float32')
-  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), rh.VOCAB, rh.VOCAB)
+  model = model_lib.EncoderDecoderModel(_network(), rh.VOCAB, rh.VOCAB)
   partitioner = partitioning.Partitioner()
   lengths = {'inputs': 16, 'targets': 16}
   run = run_lib.resolve(model, partitioner, batch_size=8, lengths=lengths)
