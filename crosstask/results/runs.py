@@ -21,6 +21,8 @@ import numpy as np
 from crosstask import records as R
 from crosstask.runtime.config import saved_run
 
+# A run without a saved config is keyed by its folder: it pools with no other run.
+_NO_CONFIG = "path:"
 # Lines of a run's config that do not make it a different model: where it lives, its seed.
 _NOT_MODEL = re.compile(r"seed|MODEL_DIR|OUTPUT_DIR|CHECKPOINT_PATH|model_dir|output_dir|"
                         r"^\s*path = ", re.I)
@@ -39,6 +41,11 @@ class Run:
   # (`intervals.with_intervals`), what a benchmark aggregate's joint interval is drawn from.
   replicates: dict[tuple[str, str], dict[str, np.ndarray]] = dataclasses.field(
       default_factory=dict)
+
+  @property
+  def has_config(self) -> bool:
+    """Whether a saved configuration says what made the records (a baseline's has none)."""
+    return not self.config_key.startswith(_NO_CONFIG)
 
 
 def _config_texts(run_dir: pathlib.Path) -> list[str]:
@@ -132,7 +139,7 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
   model_lines = [m for text in texts for line in text.splitlines()
                  if (m := _model_line(line)) is not None]
   config_key = (hashlib.sha256("\n".join(model_lines).encode()).hexdigest()[:12]
-                if texts else f"path:{folder.resolve()}")
+                if texts else f"{_NO_CONFIG}{folder.resolve()}")
   macros = _config_macros(texts)
   seed = _seed(macros)
   if seed is None:

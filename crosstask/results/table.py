@@ -134,7 +134,10 @@ class Table:
     for row in self.rows:
       cells = [format_cell(row.cells.get(c), _column_step(self.rows, c), floatfmt)
                for c in self.columns]
-      seeds = ("-" if row.paper else ",".join("?" if s is None else str(s) for s in row.seeds))
+      # No seed applies to a paper's row or a run with no saved config (a baseline); "?"
+      # is a trained run whose config does not name its seed.
+      no_seed = row.paper or not any(run.has_config for run in row.runs)
+      seeds = "-" if no_seed else ",".join("?" if s is None else str(s) for s in row.seeds)
       lines.append(f"| {row.label} | {row.model} | {seeds} | " + " | ".join(cells) + " |")
     notes = [f"Different task definitions, kept apart: {', '.join(self.conflicts())}."
              ] if self.conflicts() else []

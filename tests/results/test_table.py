@@ -55,6 +55,21 @@ def test_seeds_pool_and_models_stay_apart(tmp_path):
   assert "| big_seed0 | T5 d128 2+2L | 0 | 90.00 @200 |" in text
 
 
+def test_a_run_without_a_config_has_no_seed_and_one_without_its_seed_says_so(tmp_path):
+  """A baseline's folder (records, no config) is no model's seed: '-' as a paper row's; a
+  trained run whose config does not name its seed is '?'."""
+  baseline = tmp_path / "majority"
+  records.append(baseline, [records.Record(0, "clue_afqmc", {"accuracy": 50.0},
+                                           fingerprint="11111111", source="eval",
+                                           split="validation")])
+  trained = _run(tmp_path, "tiny", 0, [(10, "clue_afqmc", {"accuracy": 60.0}, "11111111")])
+  config = trained / "operative_config.gin"
+  config.write_text(config.read_text("utf-8").replace("RANDOM_SEED = 0\n", ""), "utf-8")
+  text = table.build([trained, baseline], paper="none").markdown()
+  assert "| tiny | T5 d64 2+2L | ? | 60.00 @10 |" in text
+  assert "| majority | - | - | 50.00 @0 |" in text
+
+
 def test_different_task_definitions_are_never_pooled(tmp_path):
   a = _run(tmp_path, "s0", 0, [(10, "clue_afqmc", {"accuracy": 60.0}, "11111111")])
   b = _run(tmp_path, "s1", 1, [(10, "clue_afqmc", {"accuracy": 80.0}, "22222222")])
