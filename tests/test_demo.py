@@ -43,7 +43,8 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   assert all(c.startswith(f"{TASK} ") for c in columns)
   assert {c.split()[1] for c in columns} == {"accuracy", "macro_f1"}
   model = re.search(r"^\| tiny T5 \(300 steps\) \| T5 d64 2\+2L \| 0 \| (.+) \|$", out, re.M)
-  baseline = re.search(r"^\| majority class \(train\) \| - \| \? \| (.+) \|$", out, re.M)
+  # A baseline is no model's seed: "-", as a paper's row.
+  baseline = re.search(r"^\| majority class \(train\) \| - \| - \| (.+) \|$", out, re.M)
   assert model and baseline, out[-3000:]
   theirs = [float(x.split()[0]) for x in baseline[1].split(" | ")]
   # Each cell of the model: mean [low, high], its 95% bootstrap interval over the papers.
@@ -77,6 +78,9 @@ def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
   the run's SentencePiece vocabulary (`<task>.<vocabulary>`), re-score to the eval's
   numbers, under its fingerprint, in the run's own column. Returns infer's file."""
   env = {**runtime_subprocess.env(), paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
+  # The intervals the table draws from the training run's inference log, before any score.
+  logged = table.build([model_dir], paper="none", all_metrics=True)
+  logged_ci95 = {c.metric: logged.rows[0].cells[c]["ci95"] for c in logged.columns}
   infer_dir = model_dir.parent / "infer"  # outside the run: its config.gin is beside the file
   infer = subprocess.run([sys.executable, "-m", "crosstask.infer", f"--run_dir={model_dir}",
                           f"--gin.INFER_OUTPUT_DIR='{infer_dir}'"],
@@ -112,6 +116,8 @@ def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
       assert cell["mean"] == pytest.approx(evaluated.metrics[column.metric])
       low, high = cell["ci95"]
       assert low <= cell["mean"] <= high and low < high
+      # The same predictions, the same interval: score's record draws as the table does.
+      assert [low, high] == pytest.approx(list(logged_ci95[column.metric])), column
   return inferred
 
 

@@ -14,7 +14,6 @@ vocabulary's copy of a task has the same metric functions.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import json
 import pathlib
@@ -63,17 +62,6 @@ def _task(name: str, module: str):
   return None
 
 
-def example_seed(out: rescoring.ModelOutputs) -> list[int]:
-  """The bootstrap seed of a set of examples: SEED mixed with a hash of its targets.
-
-  Logs of the same examples (a task's prompt variants, FewCLUE's k runs scored on
-  one test set) draw alike, so an aggregate over them resamples them paired; other
-  tasks' examples are drawn independently of each other.
-  """
-  text = json.dumps(out.targets, sort_keys=True, ensure_ascii=False, default=str)
-  return [bootstrap.SEED, int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)]
-
-
 def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
   """`run` with the bootstrap replicates of each record whose inference log is found beside
   it, and `ci95` from them where the record carries none."""
@@ -86,8 +74,8 @@ def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
     task = _task(record.task, module) if path else None
     if task is not None:
       out = logged_outputs(path)
-      draws = {k: v for k, v in rescoring.replicates(task, out, resamples, example_seed(out)
-                                                     ).items() if k in record.metrics}
+      draws = {k: v for k, v in rescoring.replicates(task, out, resamples).items()
+               if k in record.metrics}
       replicates[key] = draws
       if not record.ci95:
         record = dataclasses.replace(record, ci95={k: bootstrap.percentiles(v)

@@ -15,6 +15,7 @@ score metrics (rank classification) with `target_score`, aux metrics with
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import inspect
 import json
 import os
@@ -293,14 +294,28 @@ def compute(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> dict[str,
   return metrics(task, outputs(task, lines, exs))
 
 
-def replicates(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES,
-               seed: bootstrap.Seed = bootstrap.SEED) -> dict[str, np.ndarray]:
-  """Each of the task's metrics on `resamples` bootstrap resamples of the examples of `out`."""
+def example_seed(out: ModelOutputs) -> list[int]:
+  """The bootstrap seed of a set of examples: SEED mixed with a hash of its targets.
+
+  One set of predictions gets one interval, whoever resamples it (`crosstask.score`'s
+  record or the results table from the inference log). Outputs on the same examples (a
+  task's prompt variants, FewCLUE's k runs scored on one test set) draw alike, so an
+  aggregate over them resamples them paired; other tasks' examples are drawn
+  independently of each other.
+  """
+  text = json.dumps(out.targets, sort_keys=True, ensure_ascii=False, default=str)
+  return [bootstrap.SEED, int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)]
+
+
+def replicates(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
+               ) -> dict[str, np.ndarray]:
+  """Each of the task's metrics on `resamples` bootstrap resamples of the examples of `out`,
+  drawn with the examples' own seed (`example_seed`)."""
   import warnings  # pylint: disable=g-import-not-at-top
   with warnings.catch_warnings():  # one-example resamples make sklearn warn about empty classes
     warnings.simplefilter("ignore")
     return bootstrap.replicates(lambda idx: metrics(task, out.take(idx)), len(out), resamples,
-                                seed)
+                                example_seed(out))
 
 
 def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES

@@ -10,6 +10,7 @@ from crosstask import records
 from crosstask.results import bootstrap
 from crosstask.results import intervals
 from crosstask.results import paper as paper_numbers
+from crosstask.results import rescoring
 from crosstask.results import table
 
 
@@ -64,7 +65,7 @@ def test_a_cell_gets_the_interval_of_the_predictions_saved_beside_it(tmp_path):
   cells = {c.metric: result.rows[0].cells[c] for c in result.columns}
   low, high = cells["accuracy"]["ci95"]
   # Drawn with its examples' own seed (SEED mixed with a hash of the logged targets).
-  seed = intervals.example_seed(intervals.logged_outputs(
+  seed = rescoring.example_seed(intervals.logged_outputs(
       folder / "csl_zh_title_to_category-000050.jsonl"))
   expected = bootstrap.interval(_accuracy(np.array([1.0] * 18 + [0.0] * 12)), 30, 200, seed)[
       "accuracy"]
@@ -89,7 +90,7 @@ def test_a_computed_baseline_gets_intervals_and_a_quoted_number_says_why_not(tmp
   result = table.build([folder], paper="none", resamples=200)
   (column,) = result.columns
   cell = result.rows[0].cells[column]
-  seed = intervals.example_seed(intervals.logged_outputs(
+  seed = rescoring.example_seed(intervals.logged_outputs(
       folder / f"{demo.TRAIN_TASK}-000000.jsonl"))
   expected = bootstrap.interval(_accuracy(np.array([1.0] * 12 + [0.0] * 18)), 30, 200, seed)
   assert cell["mean"] == 40.0 and cell["ci95"] == pytest.approx(list(expected["accuracy"]))
