@@ -18,9 +18,11 @@ embeddings with the official scorer into the same kind of record.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from collections.abc import Sequence
 
+from crosstask import records
 from crosstask import startup
 
 
@@ -49,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
   return p
 
 
+def _is_metrics_file(path: str) -> bool:
+  """Whether `path` is a metrics log, crosstask's (`metrics.jsonl`) or SeqIO's
+  (`<task>-metrics.jsonl`), which sits beside the predictions an eval logged."""
+  name = pathlib.Path(path).name
+  return name == records.FILENAME or name.endswith("-metrics.jsonl")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
   startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
@@ -67,7 +76,16 @@ def main(argv: Sequence[str] | None = None) -> int:
       raise ValueError("give inference files, or --scirepeval_task with --embeddings")
     if len(args.predictions) > 1 and (args.task or args.split):
       raise ValueError("--task/--split name one file's task; give one file with them")
+    files, skipped = [], []
     for path in args.predictions:
+      (skipped if _is_metrics_file(path) else files).append(path)
+    if not files:
+      raise ValueError(f"{skipped[0]}: a metrics file (what a score or an eval wrote), not "
+                       "predictions; give the <task>-<split>.jsonl file infer wrote or the "
+                       "<task>-<step>.jsonl log of an eval; crosstask.results reads metrics")
+    for path in skipped:  # DIR/*.jsonl: the predictions and the metrics beside them
+      print(f"skipped {path}: metrics, not predictions (crosstask.results reads it)")
+    for path in files:
       rec = rescoring.score_file(path, task_name=args.task, split=args.split, step=args.step,
                                  output_dir=args.output_dir, module=args.module,
                                  vocabulary=args.vocabulary, resamples=args.bootstrap)
