@@ -155,12 +155,14 @@ def _missing_field():
 
 # ---------------------------------------------------------- gin and CLI flags
 
-def _gin_parse(files, bindings=()):
+def _gin_parse(files, bindings=(), given=()):
+  """Parses as an entry point does; `given`: the command line's bindings, checked read."""
   import gin
   from crosstask.runtime.config import gin_utils
   gin.clear_config()
   try:
-    gin_utils.parse(files, list(bindings))
+    gin_utils.parse(files, list(bindings) + list(given))
+    gin_utils.check_macros_read(list(given))
   finally:
     gin.clear_config()
 
@@ -202,6 +204,11 @@ add_cases([
      Exception, r'--gin\.train_script\.train\.nope=1'),
     ('gin-binding-syntax', lambda: _gin_parse([TINY, 'runs/finetune.gin'], _RUN + ['TRAIN_STEPS=(']),
      Exception, r'--gin\.TRAIN_STEPS=\('),
+    # gin would take a misspelt macro as a new one, and the run would go on without it.
+    ('gin-macro-nothing-reads', lambda: _gin_parse([TINY, 'runs/finetune.gin'], _RUN,
+                                                   ['TRAIN_STEPS=4', 'TRAIN_STEP=5']),
+     Exception, r'--gin\.TRAIN_STEP=5: no configuration of this job reads macro TRAIN_STEP, '
+     r'so it would change nothing\. Did you mean TRAIN_STEPS'),
     ('flag-unknown', lambda: _run_main(['--gin_file=x.gin', '--learning_rate=3']),
      SystemExit, r'Unknown flags: --learning_rate'),
     ('flag-positional', lambda: _run_main(['train.gin']),

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from crosstask.runtime.config import gin_utils
 from crosstask.runtime.jobs import aot
 from crosstask.runtime.sharding import compile_report
 from crosstask.runtime.sharding import hlo
@@ -92,6 +93,10 @@ def test_the_run_keeps_the_run_files_train_steps():
   assert steps([TINY, 'csl/demo_tiny.gin'], ['TRAIN_STEPS=7']) == 7
   assert steps([TINY, 'runs/finetune.gin']) is None  # Required but unset: the placeholder.
   assert steps([TINY]) is None
+  # BATCH_SIZE above is read by the compile itself, with no run file; a misspelt one is not.
+  with pytest.raises(gin_utils.GinConfigError, match=r'--gin\.BATCH_SIZ=4: no configuration '
+                     r'of this job reads macro BATCH_SIZ.* Did you mean BATCH_SIZE'):
+    steps([TINY], ['BATCH_SIZ=4'])
 
 
 def test_traffic_of_a_scanned_loop_matches_the_unrolled_program():

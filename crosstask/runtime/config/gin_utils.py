@@ -4,12 +4,14 @@ Every gin error is re-raised naming the file (or flag) it came from, and the
 config in force is written next to the checkpoints.
 """
 
+import difflib
 import importlib
 import logging
 import os
 import pathlib
+import re
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import gin
 
@@ -154,6 +156,29 @@ def parse(files: Sequence[str], bindings: Sequence[str],
   return placed
 
 
+_MACRO_BINDING = re.compile(r'^\s*([A-Za-z_]\w*)\s*=', re.M)
+_MACRO_REFERENCE = re.compile(r'%([A-Za-z_]\w*)\b(?!\.)')
+
+
+def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = ()) -> None:
+  """Refuses a macro set by `bindings` (the command line's) that nothing reads.
+
+  gin takes `--gin.TRAIN_STEP=5` as a new macro and the run goes on with the files'
+  TRAIN_STEPS: a typo, or a macro this job's files never use, would be silently
+  ignored. Call after `parse`; `read_by_code` names macros the job queries itself.
+  """
+  read = set(_MACRO_REFERENCE.findall(gin.config_str())) | set(read_by_code)
+  for binding in bindings:
+    for name in _MACRO_BINDING.findall(binding):
+      if name in read:
+        continue
+      close = difflib.get_close_matches(name, sorted(read), n=3, cutoff=0.6)
+      raise GinConfigError(
+          f'--gin.{binding.strip()}: no configuration of this job reads macro {name}, so '
+          'it would change nothing' + (f'. Did you mean {", ".join(close)}?' if close else
+                                       f'. The macros it reads: {", ".join(sorted(read))}'))
+
+
 def macro_is_set(name: str) -> bool:
   """Whether the parsed config binds macro `name` to anything but `%gin.REQUIRED`.
 
@@ -258,9 +283,11 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     import seqio
     seqio.set_tfds_data_dir_override(tfds_data_dir)
   try:
+    given = list(bindings)
     if run_dir is not None:
       files, bindings = saved_run_job.arguments(run_dir, files, bindings)
     parse(files, bindings, paths)
+    check_macros_read(given)
     from crosstask.runtime.sharding import partitioning
     try:
       partitioning.initialize_distributed()

@@ -45,6 +45,11 @@ _UNUSED_BY_COMPILE = {
 }
 
 
+# The macros load_run reads itself, whether or not a gin file refers to them.
+_READ_BY_COMPILE = ('MODEL', 'TASK_FEATURE_LENGTHS', 'BATCH_SIZE', 'PACK', 'NUM_MICROBATCHES',
+                    'TRAIN_STEPS')
+
+
 def load_run(gin_files: Sequence[str], bindings: Sequence[str],
              devices: Sequence[jax.Device], *, layout: str | None = None,
              num_partitions: int | None = None, num_slices: int = 1,
@@ -63,6 +68,7 @@ def load_run(gin_files: Sequence[str], bindings: Sequence[str],
   placed = gin_utils.parse(list(gin_files), [_NO_VOCABULARY, *bindings],
                            search_paths=[str(gin_utils.PACKAGE_DIR.parent)], lock=False,
                            placeholders=_UNUSED_BY_COMPILE)
+  gin_utils.check_macros_read(bindings, read_by_code=_READ_BY_COMPILE)
   model = gin_utils.query('%MODEL', None)
   if model is None:
     raise gin_utils.GinConfigError(f'No MODEL bound by {list(gin_files)}: pass a model gin '
