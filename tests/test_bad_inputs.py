@@ -249,6 +249,19 @@ def _vocab_differs():
       module='runtime_helpers'))
 
 
+def _lengths_without_targets():
+  from crosstask.models import config as config_lib, model as model_lib, network
+  from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.sharding import partitioning
+  import seqio
+  cfg = config_lib.TransformerConfig(vocab_size=264, d_model=8, d_ff=8, num_heads=1, d_kv=8,
+                                     num_encoder_layers=1, num_decoder_layers=1)
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
+                                        seqio.ByteVocabulary())
+  # TASK_FEATURE_LENGTHS={'inputs': 64} on the command line: a KeyError deep in the job.
+  run_lib.resolve(model, partitioning.Partitioner(), batch_size=8, lengths={'inputs': 8})
+
+
 add_cases([
     ('unknown-task', lambda: _runtime_tasks().get_mixture_or_task('runtime_cpy'),
      ValueError, r"No SeqIO task or mixture named 'runtime_cpy'.*Did you mean: runtime_copy"),
@@ -259,6 +272,9 @@ add_cases([
      ModuleNotFoundError, r"crosstask\.tasks\.nope"),
     ('vocab-bigger-than-embedding', _vocab_too_big,
      ValueError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
+    ('lengths-without-targets', _lengths_without_targets, ValueError,
+     r"TASK_FEATURE_LENGTHS=\{'inputs': 8\}: no positive length for \['targets'\]; an "
+     r"encoder-decoder run needs both"),
     ('task-vocab-differs-from-model', _vocab_differs,
      ValueError, r"Task 'runtime_copy' feature 'inputs' is tokenized with bytes \(259 ids\), "
                  r"but the model's input vocabulary is bytes \(263 ids, 4 sentinels\)"),

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import flax.linen as nn
 import jax
 
+from crosstask.runtime.config import gin_utils
 from crosstask.runtime.config import platform
 from crosstask.runtime.data import batching
 from crosstask.runtime.data import pipeline as data
@@ -115,6 +116,7 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
     batch_size = first.batch_size
   if lengths is None:
     lengths = dict(first.task_feature_lengths)
+  _check_lengths(lengths)
   if pack is None:
     pack = bool(first.pack) if first is not None else False
   if pads_batch:
@@ -124,6 +126,16 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
   return Run(model=model, partitioner=partitioner, profile=profile, batch_size=batch_size,
              lengths=dict(lengths), num_microbatches=num_microbatches, pack=pack,
              datasets=matched, train_steps=train_steps)
+
+
+def _check_lengths(lengths: Mapping[str, int]) -> None:
+  """An encoder-decoder run needs a positive length for both of its features."""
+  bad = [k for k in ('inputs', 'targets') if not (isinstance(lengths.get(k), int)
+                                                  and lengths[k] > 0)]
+  if bad:
+    raise gin_utils.GinConfigError(
+        f'TASK_FEATURE_LENGTHS={dict(lengths)}: no positive length for {bad}; an '
+        "encoder-decoder run needs both, e.g. {'inputs': 512, 'targets': 64}")
 
 
 def _say_renamed(given: Mapping[str, data.DatasetConfig],
