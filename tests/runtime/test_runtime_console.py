@@ -107,3 +107,24 @@ def test_only_process_zero_prints(monkeypatch, capsys, caplog):
   assert out == 'step 1/2 from the lead\n'
   assert err == 'WARNING: lead warning\nERROR: host 3 failed\n'
   assert 'step 1/2 from host 3' in caplog.text and 'host 3 warning' in caplog.text
+
+
+def test_an_entry_points_error_prints_without_gins_call_notes(capsys):
+  """gin appends "In call to configurable 'NAME' (<function NAME at 0x...>)" to an error
+  leaving each configurable; the console shows the error alone, once."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import gin_utils  # pylint: disable=g-import-not-at-top
+
+  @gin.configurable('console_test_job')
+  def job(steps=gin.REQUIRED):
+    raise gin_utils.GinConfigError(f'STEPS={steps}: not a number of steps')
+
+  gin.clear_config()
+  try:
+    with pytest.raises(SystemExit) as stop:
+      gin_utils.run_main(job, ['--gin.console_test_job.steps=-1'], what='a test job')
+  finally:
+    gin.clear_config()
+  err = capsys.readouterr().err
+  assert stop.value.code == 2
+  assert "STEPS=-1: not a number of steps" in err and "In call to" not in err, err
