@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterable, NamedTuple
 import numpy as np
 import pytest
 
+from crosstask.runtime.config.gin_utils import GinConfigError
+
 
 class BadInput(NamedTuple):
   id: str
@@ -262,12 +264,13 @@ def _lengths_without_targets():
   run_lib.resolve(model, partitioning.Partitioner(), batch_size=8, lengths={'inputs': 8})
 
 
+# A GinConfigError (a ValueError) is what the entry points print as one line, exit 2.
 add_cases([
     ('unknown-task', lambda: _runtime_tasks().get_mixture_or_task('runtime_cpy'),
-     ValueError, r"No SeqIO task or mixture named 'runtime_cpy'.*Did you mean: runtime_copy"),
+     GinConfigError, r"No SeqIO task or mixture named 'runtime_cpy'.*Did you mean: runtime_copy"),
     ('unknown-split', lambda: _runtime_tasks().check_split(
         _runtime_tasks().get_mixture_or_task('runtime_copy_reverse'), 'test'),
-     ValueError, r"Task 'runtime_copy' has no split 'test'"),
+     GinConfigError, r"Task 'runtime_copy' has no split 'test'"),
     ('unknown-task-module', lambda: _runtime_tasks().import_tasks('crosstask.tasks.nope'),
      ModuleNotFoundError, r"crosstask\.tasks\.nope"),
     ('vocab-bigger-than-embedding', _vocab_too_big,

@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from crosstask import tracing
+from crosstask.runtime.config import gin_utils
 from crosstask.runtime.sharding import partitioning
 
 
@@ -55,7 +56,7 @@ def get_mixture_or_task(name: str):
     known = sorted(set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()))
     close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
     hint = f' Did you mean: {", ".join(close)}?' if close else ''
-    raise ValueError(
+    raise gin_utils.GinConfigError(  # a ValueError the entry points print as one line
         f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
         f"DatasetConfig.mixture_or_task_name).{hint} {len(known)} are registered; "
         "the module that registers it goes in MIXTURE_OR_TASK_MODULE (e.g. "
@@ -69,7 +70,8 @@ def check_split(task_or_mixture, split: str) -> None:
   for task in tasks:
     splits = list(task.splits)
     if splits and split not in splits:
-      raise ValueError(f"Task '{task.name}' has no split '{split}'; it has {splits}.")
+      raise gin_utils.GinConfigError(f"Task '{task.name}' has no split '{split}'; it has "
+                                     f"{splits}.")
 
 
 def _model_vocabularies(model) -> dict[str, Any]:
