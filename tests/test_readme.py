@@ -1,4 +1,5 @@
-"""The README's "Adding a task or mixture" snippet runs as written."""
+"""The README's "Adding a task or mixture" snippet runs as written; its --run_dir example
+reads a split the quick start's run has."""
 
 import re
 
@@ -37,3 +38,21 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   assert np.isclose(scores["rouge1"], 100) and np.isclose(scores["bleu"], 100, atol=1e-6)
   mixture = seqio.get_mixture_or_task("my_mixture")
   assert sorted(t.name for t in mixture.tasks) == ["csl_zh_abstract_to_title", "my_title_task"]
+
+
+def test_the_run_dir_example_infers_a_split_the_quick_starts_run_has():
+  """`crosstask.infer --run_dir=/tmp/demo --gin.INFER_SPLIT=...` on the README's demo
+  training (csl/demo_tiny.gin on the bundled sample): the split must be one the sample
+  has ('test' was not, and the job stopped at the missing file)."""
+  text = README.read_text(encoding="utf-8")
+  split = re.search(r"crosstask\.infer --run_dir=/tmp/demo --gin\.INFER_SPLIT=\"'(\w+)'\"",
+                    text)[1]
+  task_name = re.search(r"^MIXTURE_OR_TASK_NAME = '(\w+)'", (
+      paths.SAMPLE_DIR.parents[1] / "t5x_configs" / "csl" / "demo_tiny.gin").read_text(
+          encoding="utf-8"), re.M)[1]
+  import crosstask.tasks.csl  # noqa: F401  pylint: disable=g-import-not-at-top
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    task = seqio.get_mixture_or_task(task_name)
+    ex = next(task.get_dataset({"inputs": 32, "targets": 16}, split=split,
+                               shuffle=False).as_numpy_iterator())
+  assert ex["inputs"].size and ex["targets"].size

@@ -128,3 +128,29 @@ def test_an_entry_points_error_prints_without_gins_call_notes(capsys):
   err = capsys.readouterr().err
   assert stop.value.code == 2
   assert "STEPS=-1: not a number of steps" in err and "In call to" not in err, err
+
+
+def test_a_missing_file_is_one_line_unless_verbose(capsys):
+  """A data or checkpoint file that is not there: the message names it (exit 1); --verbose
+  keeps the traceback."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import gin_utils  # pylint: disable=g-import-not-at-top
+
+  @gin.configurable('console_test_reader')
+  def job(split=gin.REQUIRED):
+    raise FileNotFoundError(f"CSL split '{split}' needs all four benchmark files; missing: "
+                            "a.tsv")
+
+  argv = ["--gin.console_test_reader.split='test'"]
+  gin.clear_config()
+  try:
+    with pytest.raises(SystemExit) as stop:
+      gin_utils.run_main(job, argv, what='a test job')
+    err = capsys.readouterr().err
+    assert stop.value.code == 1 and err.strip() == (
+        "ERROR: CSL split 'test' needs all four benchmark files; missing: a.tsv"), err
+    gin.clear_config()
+    with pytest.raises(FileNotFoundError, match="missing: a.tsv"):
+      gin_utils.run_main(job, argv + ['--verbose'], what='a test job')
+  finally:
+    gin.clear_config()

@@ -175,8 +175,10 @@ def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = (
       close = difflib.get_close_matches(name, sorted(read), n=3, cutoff=0.6)
       raise GinConfigError(
           f'--gin.{binding.strip()}: no configuration of this job reads macro {name}, so '
-          'it would change nothing' + (f'. Did you mean {", ".join(close)}?' if close else
-                                       f'. The macros it reads: {", ".join(sorted(read))}'))
+          'it would change nothing' + (
+              f'. Did you mean {", ".join(close)}?' if close else
+              f'. The macros it reads: {", ".join(sorted(read))}' if read else
+              '; it reads no macro'))
 
 
 def macro_is_set(name: str) -> bool:
@@ -320,7 +322,9 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     if isinstance(e, faults.Preempted):
       console.say(str(e))
       raise SystemExit(faults.PREEMPTED_EXIT_CODE)
-    if isinstance(e, faults.EXPECTED_FAULTS):
+    # A missing data or checkpoint file: its message names the path (--verbose: traceback).
+    if isinstance(e, faults.EXPECTED_FAULTS) or (isinstance(e, FileNotFoundError)
+                                                 and not verbose):
       console.error(_without_call_notes(str(e)))
       raise SystemExit(1)
     raise
