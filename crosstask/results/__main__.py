@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          merge=args.merge, resamples=args.bootstrap)
     if args.plot:
       from crosstask.results import plots  # pylint: disable=g-import-not-at-top
-      plots.plot(plots.series(result), args.plot)
+      drawn = plots.plot(plots.series(result), args.plot)
   except (FileNotFoundError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
@@ -72,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout.write(result.csv())
   else:
     print(json.dumps(result.json(), indent=1, ensure_ascii=False))
+  if args.plot:  # stderr: stdout is the table, maybe piped into a file
+    print(f"plot: {drawn}", file=sys.stderr)
   return 0
 
 

@@ -27,7 +27,7 @@ def _run(root, name, seed, accuracies):
   return folder
 
 
-def test_plot_draws_the_records_curves_and_bars(tmp_path):
+def test_plot_draws_the_records_curves_and_bars(tmp_path, capsys):
   a = _run(tmp_path, "seed0", 0, {10: 50.0, 30: 70.0})
   b = _run(tmp_path, "seed1", 1, {10: 40.0, 30: 60.0})
   result = table.build([a, b], paper="none")
@@ -42,6 +42,8 @@ def test_plot_draws_the_records_curves_and_bars(tmp_path):
 
   png = tmp_path / "out" / "curves.png"
   assert cli.main([str(a), str(b), "--paper", "none", "--plot", str(png)]) == 0
+  out, err = capsys.readouterr()
+  assert out.startswith("| run |") and err == f"plot: {png}\n"  # stdout: the table alone
   data = png.read_bytes()
   assert data[:8] == b"\x89PNG\r\n\x1a\n" and 10_000 < len(data) < 1_000_000
   from matplotlib import image  # pylint: disable=g-import-not-at-top
