@@ -15,13 +15,15 @@ TINY = str(TESTS / 'runtime_configs' / 'tiny_model.gin')
 
 # Console lines a researcher cannot act on: TensorFlow's C++ start-up (and, on a
 # machine without a GPU driver, its failed CUDA start-up), SeqIO's advice to itself,
-# orbax's notes on how the runtime opens a checkpoint. The entry points keep them off
-# the console unless --verbose.
+# orbax's notes on how the runtime opens a checkpoint, libtpu's search for a TPU on a
+# CPU machine. The entry points keep them off the console unless --verbose.
 NOISE = ('All log messages before absl::InitializeLog', 'oneDNN custom operations',
          'cudart_stub', 'Could not find cuda drivers', 'failed call to cuInit',
          'Given sequence lengths', 'uncached FunctionDataset',
          'CheckpointManagerOptions.read_only', 'Given directory is read only',
-         'Metadata file does not exist')
+         'Metadata file does not exist',
+         # libtpu (the `tpu` extra) starting on a machine without a TPU
+         'could not determine TPU', 'Logging before InitGoogle')
 
 
 def noise_in(text: str) -> list[str]:

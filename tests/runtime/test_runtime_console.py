@@ -46,6 +46,20 @@ def test_the_task_layers_command_line_lists_without_startup_noise():
       'task     csl_zh_abstract_to_title.p0', '1 tasks, 0 mixtures'], done.stderr[-3000:]
 
 
+def test_the_parameter_count_command_prints_only_its_count():
+  """`python -m crosstask.runtime.config.model_gin FILE` as a user runs it: JAX_PLATFORMS
+  unset, so on a machine with the libtpu wheel (the `tpu` extra, as CI installs it) and
+  no TPU, JAX would start libtpu and print its search for one."""
+  env = rs.env()
+  env.pop("JAX_PLATFORMS")
+  done = subprocess.run([sys.executable, "-m", "crosstask.runtime.config.model_gin",
+                         "crosstask/gin/t5_1_1/tiny.gin"], cwd=rs.REPO, env=env,
+                        capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stderr == "" and done.stdout.splitlines() == [
+      "crosstask/gin/t5_1_1/tiny.gin: 4,310,016 parameters (4.3M)"], done.stderr[-3000:]
+
+
 # A command line's TensorFlow import, as `quiet_startup` arranges it: the collections
 # during the import, the collector's state after, the objects frozen.
 _IMPORT_UNDER_STARTUP = """

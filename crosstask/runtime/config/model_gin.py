@@ -66,5 +66,9 @@ def print_param_count(gin_file: str, bindings: Sequence[str] = ()) -> int:
 
 
 if __name__ == "__main__":
+  from crosstask import startup  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import platform  # pylint: disable=g-import-not-at-top
+  startup.quiet_startup()  # before the model file's vocabulary module loads TensorFlow
+  platform.prepare_host("infer")  # keeps JAX off libtpu where no TPU is attached
   for arg in sys.argv[1:] or ["crosstask/gin/longlm/large.gin"]:
     print_param_count(arg)
