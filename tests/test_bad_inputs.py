@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterable, NamedTuple
 import numpy as np
 import pytest
 
-from crosstask.runtime.config.gin_utils import GinConfigError
+from crosstask.runtime.data.pipeline import TaskConfigError
+
 
 
 class BadInput(NamedTuple):
@@ -264,13 +265,13 @@ def _lengths_without_targets():
   run_lib.resolve(model, partitioning.Partitioner(), batch_size=8, lengths={'inputs': 8})
 
 
-# A GinConfigError (a ValueError) is what the entry points print as one line, exit 2.
+# A TaskConfigError (a ValueError) is what the entry points print as one line, exit 2.
 add_cases([
     ('unknown-task', lambda: _runtime_tasks().get_mixture_or_task('runtime_cpy'),
-     GinConfigError, r"No SeqIO task or mixture named 'runtime_cpy'.*Did you mean: runtime_copy"),
+     TaskConfigError, r"No SeqIO task or mixture named 'runtime_cpy'.*Did you mean: runtime_copy"),
     ('unknown-split', lambda: _runtime_tasks().check_split(
         _runtime_tasks().get_mixture_or_task('runtime_copy_reverse'), 'test'),
-     GinConfigError, r"Task 'runtime_copy' has no split 'test'"),
+     TaskConfigError, r"Task 'runtime_copy' has no split 'test'"),
     ('unknown-task-module', lambda: _runtime_tasks().import_tasks('crosstask.tasks.nope'),
      ModuleNotFoundError, r"crosstask\.tasks\.nope"),
     ('vocab-bigger-than-embedding', _vocab_too_big,

@@ -318,6 +318,10 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     console.error(_without_call_notes(str(e)))
     raise SystemExit(2)
   except Exception as e:  # pylint: disable=broad-except
+    from crosstask.runtime.data import pipeline  # pylint: disable=import-outside-toplevel
+    if isinstance(e, pipeline.TaskConfigError):  # a task or split that does not exist
+      console.error(_without_call_notes(str(e)))
+      raise SystemExit(2)
     from crosstask.runtime.report import faults  # What a run meets, said without a traceback.
     if isinstance(e, faults.Preempted):
       console.say(str(e))

@@ -14,7 +14,6 @@ import jax
 import numpy as np
 
 from crosstask import tracing
-from crosstask.runtime.config import gin_utils
 from crosstask.runtime.sharding import partitioning
 
 
@@ -47,6 +46,11 @@ def _module_names(module: str | Sequence[str] | None) -> list[str]:
   return [module] if isinstance(module, str) else list(module or ())
 
 
+class TaskConfigError(ValueError):
+  """A task, mixture or split the configuration names that does not exist: a mistake in
+  the command line or gin file, which the entry points print as one line (exit 2)."""
+
+
 def get_mixture_or_task(name: str):
   """The registered task or mixture, or an error listing the closest names."""
   import seqio
@@ -56,7 +60,7 @@ def get_mixture_or_task(name: str):
     known = sorted(set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()))
     close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
     hint = f' Did you mean: {", ".join(close)}?' if close else ''
-    raise gin_utils.GinConfigError(  # a ValueError the entry points print as one line
+    raise TaskConfigError(
         f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
         f"DatasetConfig.mixture_or_task_name).{hint} {len(known)} are registered; "
         "the module that registers it goes in MIXTURE_OR_TASK_MODULE (e.g. "
@@ -70,8 +74,7 @@ def check_split(task_or_mixture, split: str) -> None:
   for task in tasks:
     splits = list(task.splits)
     if splits and split not in splits:
-      raise gin_utils.GinConfigError(f"Task '{task.name}' has no split '{split}'; it has "
-                                     f"{splits}.")
+      raise TaskConfigError(f"Task '{task.name}' has no split '{split}'; it has {splits}.")
 
 
 def _model_vocabularies(model) -> dict[str, Any]:
