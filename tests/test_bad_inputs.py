@@ -252,6 +252,23 @@ def _vocab_differs():
       module='runtime_helpers'))
 
 
+def _run_on_a_missing_split():
+  """A run's datasets are checked when the Run is resolved: before a checkpoint is
+  restored or a step compiled (the split was found missing only as data was read)."""
+  from crosstask.models import config as config_lib, model as model_lib, network
+  from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.sharding import partitioning
+  import seqio
+  cfg = config_lib.TransformerConfig(vocab_size=264, d_model=8, d_ff=8, num_heads=1, d_kv=8,
+                                     num_encoder_layers=1, num_decoder_layers=1)
+  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
+                                        seqio.ByteVocabulary())
+  data = _runtime_tasks()
+  run_lib.resolve(model, partitioning.Partitioner(), datasets={'train': data.DatasetConfig(
+      'runtime_copy', {'inputs': 8, 'targets': 8}, 'tran', 8, False, 0,
+      module='runtime_helpers')})
+
+
 def _lengths_without_targets():
   from crosstask.models import config as config_lib, model as model_lib, network
   from crosstask.runtime.config import run as run_lib
@@ -276,6 +293,8 @@ add_cases([
      ModuleNotFoundError, r"crosstask\.tasks\.nope"),
     ('vocab-bigger-than-embedding', _vocab_too_big,
      ValueError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
+    ('run-on-a-missing-split', _run_on_a_missing_split, TaskConfigError,
+     r"Task 'runtime_copy' has no split 'tran'; it has \['train', 'validation'\]"),
     ('lengths-without-targets', _lengths_without_targets, ValueError,
      r"TASK_FEATURE_LENGTHS=\{'inputs': 8\}: no positive length for \['targets'\]; an "
      r"encoder-decoder run needs both"),
