@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import flax.linen as nn
 import jax
 
+from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.config import platform
 from crosstask.runtime.data import batching
@@ -91,6 +92,12 @@ def boxed_params(model: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> Any
                         abstract_key())
 
 
+# The roles whose split a job always reads. A train run's evaluation datasets may be
+# configured and never read (no eval period), or read only where a mixture's task has the
+# split (CSL's cross-task meta mixtures: 's0_validation' in some of their tasks).
+_ALWAYS_READ = frozenset({'train', 'eval', 'infer'})
+
+
 def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
             datasets: Mapping[str, data.DatasetConfig | None] | None = None,
             batch_size: int | None = None, lengths: Mapping[str, int] | None = None,
@@ -110,6 +117,10 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
   model = platform.resolve_model(model, profile)
   given = {role: cfg for role, cfg in (datasets or {}).items() if cfg is not None}
   matched = {role: data.check_run_vocabulary(model, cfg) for role, cfg in given.items()}
+  for role in _ALWAYS_READ.intersection(matched):  # before a restore or a compile
+    if vocabularies.seqio_installed():  # without SeqIO the job checks its plain task
+      cfg = matched[role]
+      data.check_split(data.get_mixture_or_task(cfg.mixture_or_task_name), cfg.split)
   _say_renamed(given, matched)
   first = next(iter(matched.values()), None)
   if batch_size is None:

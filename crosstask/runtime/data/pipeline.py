@@ -220,9 +220,8 @@ def _tasks_of(name: str) -> list:
 def check_run_vocabulary(model, cfg: DatasetConfig) -> DatasetConfig:
   """The run's DatasetConfig naming the task for the model's vocabulary, checked.
 
-  Raises when the task lacks the split, or its vocabulary differs from the model's
-  (naming both) or does not fit its embedding table; every job calls this before
-  reading data.
+  Raises when the task's vocabulary differs from the model's (naming both) or
+  does not fit its embedding table; every job calls this before reading data.
   Without SeqIO there is no registry: the name is the one SeqIO's would give
   (`vocabularies.task_name`), and only the model's vocabularies are checked.
   """
@@ -233,9 +232,7 @@ def check_run_vocabulary(model, cfg: DatasetConfig) -> DatasetConfig:
     check_vocabulary_fits(model)
     return dataclasses.replace(cfg, mixture_or_task_name=name)
   cfg = dataclasses.replace(cfg, mixture_or_task_name=task_for_model(model, cfg))
-  task = get_mixture_or_task(cfg.mixture_or_task_name)
-  check_vocabulary_fits(model, task)
-  check_split(task, cfg.split)  # before a checkpoint is restored or a step compiled
+  check_vocabulary_fits(model, get_mixture_or_task(cfg.mixture_or_task_name))
   return cfg
 
 
