@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from crosstask.runtime.data.pipeline import TaskConfigError
+from crosstask.runtime.report.faults import CheckpointMismatchError
 
 
 
@@ -403,11 +404,12 @@ def _bad_progress_record():
 
 
 add_cases([
+    # CheckpointMismatchError (a ValueError): what the entry points print as one line.
     ('orbax-params-wrong-shape', lambda: _load(lambda s: s['dir'], 'wide'),
-     ValueError, r"ckpt/checkpoint_1/state: parameter '[\w/]+' has shape \([\d, ]*32,?\), the "
+     CheckpointMismatchError, r"ckpt/checkpoint_1/state: parameter '[\w/]+' has shape \([\d, ]*32,?\), the "
                  r'model expects \([\d, ]*64,?\)', _checkpoint_still_restores),
     ('orbax-state-wrong-shape', _restore_full_wrong_shape,
-     ValueError, r"ckpt/checkpoint_1/state: parameter '[\w/]+' has shape", _checkpoint_still_restores),
+     CheckpointMismatchError, r"ckpt/checkpoint_1/state: parameter '[\w/]+' has shape", _checkpoint_still_restores),
     ('orbax-path-missing', lambda: _load(lambda s: s['dir'] / 'checkpoint_9'),
      FileNotFoundError, r'ckpt/checkpoint_9 does not exist'),
     ('orbax-no-checkpoint-in-dir', lambda: _load(lambda s: scratch('empty_model_dir')),
@@ -434,8 +436,11 @@ add_cases([
     ('hf-folder-without-weights', lambda: __import__(
         'crosstask.models.hf_import', fromlist=['x']).read_tensors(scratch('hf6')),
      FileNotFoundError, r'hf6 has neither model\.safetensors nor pytorch_model\.bin'),
+    ('hf-missing-tensor-as-a-run-loads-it', lambda: _load(lambda s: _hf_folder(
+        'hf8', lambda c, t: t.pop('encoder.final_layer_norm.weight'))),
+     CheckpointMismatchError, r"missing tensor 'encoder\.final_layer_norm\.weight'"),
     ('hf-into-wrong-model', lambda: _load(lambda s: _hf_folder('hf7', lambda c, t: None), 'wide'),
-     ValueError, r"hf7: parameter '.*' has shape"),
+     CheckpointMismatchError, r"hf7: parameter '.*' has shape"),
 ])
 
 

@@ -189,5 +189,11 @@ def describe_nonfinite(step: int, metrics: dict[str, float], where: str) -> str:
   return f'Non-finite training step {step}: {terms}; batch {where}.'
 
 
+class CheckpointMismatchError(ValueError):
+  """A checkpoint (orbax or a Hugging Face folder) that is not the configured model's:
+  a parameter missing, or of another shape. The message names it and the checkpoint."""
+
+
 # Failures the entry points report as one line (exit 1) rather than a traceback.
-EXPECTED_FAULTS = (NonFiniteLossError, ModelDirLockedError, DiskSpaceError, ModelDirError)
+EXPECTED_FAULTS = (NonFiniteLossError, ModelDirLockedError, DiskSpaceError, ModelDirError,
+                   CheckpointMismatchError)

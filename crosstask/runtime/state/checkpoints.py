@@ -15,6 +15,7 @@ import orbax.checkpoint as ocp
 
 from crosstask.models import layer_stacking
 from crosstask.runtime.data import input_state
+from crosstask.runtime.report import faults
 
 STEP_PREFIX = 'checkpoint'  # Step directories are named like T5X's: checkpoint_<step>.
 _TMP_MARKER = '.orbax-checkpoint-tmp'  # In the name of a save still being written.
@@ -152,13 +153,15 @@ def _flat(tree: Any) -> dict[str, Any]:
 def _compare_shapes(saved: dict[str, Any], want: dict[str, Any], source: str) -> None:
   missing = sorted(set(want) - set(saved))
   if missing:
-    raise ValueError(f'Checkpoint {source} lacks {len(missing)} entries the model needs, '
-                     f'e.g. {missing[:5]}.')
+    raise faults.CheckpointMismatchError(
+        f'Checkpoint {source} lacks {len(missing)} entries the model needs, '
+        f'e.g. {missing[:5]}.')
   for name, target in want.items():
     got = tuple(getattr(saved[name], 'shape', ()) or ())
     if got != tuple(target.shape):
-      raise ValueError(f"Checkpoint {source}: parameter '{name}' has shape {got}, "
-                       f'the model expects {tuple(target.shape)}.')
+      raise faults.CheckpointMismatchError(
+          f"Checkpoint {source}: parameter '{name}' has shape {got}, the model expects "
+          f'{tuple(target.shape)}.')
 
 
 def check_shapes(state_dir: str, abstract: Any, subtree: str | None = None) -> None:
@@ -176,7 +179,10 @@ def is_hf_checkpoint(path: str) -> bool:
 def load_hf_params(path: str, abstract_params: Any) -> Any:
   """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed."""
   from crosstask.models import hf_import
-  _, params = hf_import.load_hf_checkpoint(path)
+  try:
+    _, params = hf_import.load_hf_checkpoint(path)
+  except ValueError as e:  # a config field or tensor the folder lacks or has of another shape
+    raise faults.CheckpointMismatchError(str(e)) from e
   params = layer_stacking.to_layout(params, layer_stacking.layout(abstract_params))
   _compare_shapes(_flat(params), _flat(abstract_params), path)
   return _place(abstract_params, params)
