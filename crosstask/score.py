@@ -74,11 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
       return 0
     if not args.predictions:
       raise ValueError("give inference files, or --scirepeval_task with --embeddings")
-    if len(args.predictions) > 1 and (args.task or args.split):
-      raise ValueError("--task/--split name one file's task; give one file with them")
     files, skipped = [], []
     for path in args.predictions:
       (skipped if _is_metrics_file(path) else files).append(path)
+    if len(files) > 1 and (args.task or args.split):
+      raise ValueError("--task/--split name one file's task; give one file with them")
     if not files:
       raise ValueError(f"{skipped[0]}: a metrics file (what a score or an eval wrote), not "
                        "predictions; give the <task>-<split>.jsonl file infer wrote or the "

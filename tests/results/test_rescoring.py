@@ -106,11 +106,14 @@ def test_cli_errors_name_the_problem(sample_root, tmp_path, capsys):
   seqio_metrics = tmp_path / "csl_zh_title_to_category-metrics.jsonl"
   seqio_metrics.write_text('{"step": 7, "accuracy": 100.0}\n', "utf-8")
   metrics = tmp_path / "metrics.jsonl"
-  assert cli.main([str(seqio_metrics), str(past), str(metrics), "--step", "7"]) == 0
+  assert cli.main([str(seqio_metrics), str(past), str(metrics), "--step", "7",
+                   "--task", "csl_zh_title_to_category"]) == 0  # one file to name a task for
   out = capsys.readouterr().out
   assert f"skipped {seqio_metrics}: metrics, not predictions" in out
   assert f"skipped {metrics}: metrics" in out and "csl_zh_title_to_category step 7" in out
   assert len(records.read(tmp_path)) == 2  # the earlier score's and this one's
+  assert cli.main([str(past), str(past), "--task", "csl_zh_title_to_category"]) == 2
+  assert "--task/--split name one file's task" in capsys.readouterr().err
   assert cli.main([str(metrics)]) == 2
   assert "metrics.jsonl: a metrics file (what a score or an eval wrote), not predictions" in (
       capsys.readouterr().err)
