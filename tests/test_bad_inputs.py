@@ -440,7 +440,8 @@ add_cases([
         'hf8', lambda c, t: t.pop('encoder.final_layer_norm.weight'))),
      CheckpointMismatchError, r"missing tensor 'encoder\.final_layer_norm\.weight'"),
     ('hf-into-wrong-model', lambda: _load(lambda s: _hf_folder('hf7', lambda c, t: None), 'wide'),
-     CheckpointMismatchError, r"hf7: parameter '.*' has shape"),
+     CheckpointMismatchError, r"hf7: parameter '.*' has shape .* Its config\.json describes "
+     r"d_model 32, 1\+1 layers, 4 heads, 264 embeddings: does the model gin file describe"),
 ])
 
 

@@ -180,11 +180,18 @@ def load_hf_params(path: str, abstract_params: Any) -> Any:
   """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed."""
   from crosstask.models import hf_import
   try:
-    _, params = hf_import.load_hf_checkpoint(path)
+    config, params = hf_import.load_hf_checkpoint(path)
   except ValueError as e:  # a config field or tensor the folder lacks or has of another shape
     raise faults.CheckpointMismatchError(str(e)) from e
   params = layer_stacking.to_layout(params, layer_stacking.layout(abstract_params))
-  _compare_shapes(_flat(params), _flat(abstract_params), path)
+  try:
+    _compare_shapes(_flat(params), _flat(abstract_params), path)
+  except faults.CheckpointMismatchError as e:  # most often: another size's model gin file
+    raise faults.CheckpointMismatchError(
+        f'{e} Its config.json describes d_model {config.d_model}, '
+        f'{config.num_encoder_layers}+{config.num_decoder_layers} layers, '
+        f'{config.num_heads} heads, {config.vocab_size} embeddings: does the model gin file '
+        'describe the same model?') from None
   return _place(abstract_params, params)
 
 
