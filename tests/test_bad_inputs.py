@@ -270,6 +270,19 @@ def _run_on_a_missing_split():
       module='runtime_helpers')})
 
 
+def _task_module_missing_a_dependency():
+  """A module of the user's that exists but imports something absent: its own error and
+  traceback, not 'not a module'."""
+  import sys
+  folder = scratch('task_modules')
+  keep(folder / 'crosstask_test_user_tasks.py', 'import no_such_dependency_xyz\n')
+  sys.path.insert(0, str(folder))
+  try:
+    _runtime_tasks().import_tasks('crosstask_test_user_tasks')
+  finally:
+    sys.path.remove(str(folder))
+
+
 def _lengths_without_targets():
   from crosstask.models import config as config_lib, model as model_lib, network
   from crosstask.runtime.config import run as run_lib
@@ -290,8 +303,11 @@ add_cases([
     ('unknown-split', lambda: _runtime_tasks().check_split(
         _runtime_tasks().get_mixture_or_task('runtime_copy_reverse'), 'test'),
      TaskConfigError, r"Task 'runtime_copy' has no split 'test'"),
+    ('task-module-missing-a-dependency', _task_module_missing_a_dependency,
+     ModuleNotFoundError, r"No module named 'no_such_dependency_xyz'"),
     ('unknown-task-module', lambda: _runtime_tasks().import_tasks('crosstask.tasks.nope'),
-     ModuleNotFoundError, r"crosstask\.tasks\.nope"),
+     TaskConfigError, r"MIXTURE_OR_TASK_MODULE names 'crosstask\.tasks\.nope', which is not a "
+     r"module \(No module named 'crosstask\.tasks\.nope'\)"),
     ('vocab-bigger-than-embedding', _vocab_too_big,
      ValueError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
     ('run-on-a-missing-split', _run_on_a_missing_split, TaskConfigError,

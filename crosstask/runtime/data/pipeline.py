@@ -39,7 +39,15 @@ def import_tasks(module: str | Sequence[str] | None = None) -> None:
   """
   import importlib
   for name in _module_names(module):
-    importlib.import_module(name)
+    try:
+      importlib.import_module(name)
+    except ModuleNotFoundError as e:
+      if e.name is None or not (name == e.name or name.startswith(e.name + '.')):
+        raise  # the module exists and lacks a dependency: its traceback says where
+      raise TaskConfigError(
+          f"MIXTURE_OR_TASK_MODULE names {name!r}, which is not a module ({e}); crosstask's "
+          "are 'crosstask.tasks.<benchmark>' (csl, citesum, clue, lot, scirepeval, xbench) "
+          "and 'crosstask.tasks.all'") from None
 
 
 def _module_names(module: str | Sequence[str] | None) -> list[str]:
