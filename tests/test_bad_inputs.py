@@ -202,7 +202,8 @@ add_cases([
     ('gin-missing-file', lambda: _gin_parse(['runs/no_such.gin']),
      Exception, r"Gin file 'runs/no_such\.gin' not found"),
     ('gin-required-macro-unset', lambda: _gin_parse([TINY, 'runs/finetune.gin'], _RUN[1:]),
-     Exception, r'MODEL_DIR.*--gin\.NAME=VALUE'),
+     Exception, r'Macro MODEL_DIR must be set: the files leave it %gin\.REQUIRED\.\nSet it '
+     r'on the command line \(--gin\.MODEL_DIR=VALUE\)'),
     ('gin-bad-binding', lambda: _gin_parse([TINY, 'runs/finetune.gin'],
                                            _RUN + ['train_script.train.nope=1']),
      Exception, r'--gin\.train_script\.train\.nope=1'),

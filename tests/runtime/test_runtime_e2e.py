@@ -94,7 +94,7 @@ def test_gin_error_names_the_file(tmp_path, clean_gin):
   with pytest.raises(gin_utils.GinConfigError, match='not found'):
     gin_utils.parse(['runs/no_such.gin'], [])
   gin.clear_config()
-  with pytest.raises(gin_utils.GinConfigError, match=r'(?s)MODEL_DIR.*--gin.NAME=VALUE'):
+  with pytest.raises(gin_utils.GinConfigError, match=r'(?s)MODEL_DIR.*--gin\.MODEL_DIR=VALUE'):
     gin_utils.parse([rs.TINY, 'runs/finetune.gin'], ['TRAIN_STEPS=3'])
 
 

@@ -151,8 +151,12 @@ def parse(files: Sequence[str], bindings: Sequence[str],
       with gin.unlock_config():  # Restores the unlocked state finalize() leaves locked.
         gin.finalize()
   except ValueError as e:  # A `%gin.REQUIRED` macro nobody set, e.g. MODEL_DIR.
-    raise GinConfigError(f'{e}\nSet it on the command line (--gin.NAME=VALUE) or in a gin '
-                         f'file; files parsed: {list(files)}') from e
+    unset = re.match(r'(\w+)/macro\.value set to `%gin\.REQUIRED`', str(e))
+    name = unset[1] if unset else 'NAME'
+    first = (f'Macro {name} must be set: the files leave it %gin.REQUIRED.' if unset
+             else str(e))
+    raise GinConfigError(f'{first}\nSet it on the command line (--gin.{name}=VALUE) or in a '
+                         f'gin file; files parsed: {list(files)}') from e
   return placed
 
 
