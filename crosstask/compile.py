@@ -64,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   # pylint: disable-next=g-import-not-at-top
   from crosstask.runtime.config import gin_utils
   from crosstask.runtime.jobs import aot
+  from crosstask.runtime.report import console
   from crosstask.runtime.sharding import compile_report
   from crosstask.runtime.sharding import topology
   files, bindings, _, other = gin_utils.split_args(argv)
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = aot.compile_step(run, chip=where.chip, topology=where.name, step=step)
   except (topology.TopologyError, topology.LibtpuMissingError, gin_utils.GinConfigError,
           ValueError) as e:
-    print(f'ERROR: {e}', file=sys.stderr)
+    console.error(str(e))
     return 2
   # A local GPU or TPU has its figures in the chip table too (a CPU has none).
   chip = where.chip or topology.chip_for_device_kind(where.devices[0].device_kind)

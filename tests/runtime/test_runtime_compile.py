@@ -232,6 +232,12 @@ def test_unknown_topology_lists_valid_names(capsys):
   assert "Unknown topology 'v9x:2x2'" in err and 'v5e:2x4' in err and 'v5p-8' in err
 
 
+def test_an_unknown_layout_is_named_without_gins_call_note(capsys):
+  err = _cli_error(['--gin_file=' + TINY, '--topology=v5e:2x2', '--layout=fsdp+tensr'], capsys)
+  assert err == ("ERROR: Partitioner.layout='fsdp+tensr' (gin LAYOUT): expected one of "
+                 "('data', 'fsdp', 'tensor', 'fsdp+tensor').\n"), err
+
+
 def test_batch_the_data_axis_does_not_divide_is_refused(capsys):
   err = _cli_error(['--gin_file=' + TINY, '--topology=v5e:2x2', '--gin.BATCH_SIZE=6'], capsys)
   assert 'BATCH_SIZE=6' in err and '4-way data axes' in err

@@ -252,16 +252,6 @@ def write_operative_config(model_dir: str) -> None:
     _OUTPUT_DIRS.append(model_dir)
 
 
-_CALL_NOTE = re.compile(r"\n[ \t]*In call to configurable '[^'\n]*' \(<[^\n]*>\)(?=\n|$)")
-
-
-def _without_call_notes(message: str) -> str:
-  """`message` less the lines gin appends as an error leaves each configurable it passed
-  through ("In call to configurable 'train' (<function train at 0x7f...>)"): the error
-  already names what is wrong, and the addresses mean nothing to a user."""
-  return _CALL_NOTE.sub('', message)
-
-
 def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
              job: str | None = None, saved_run_job=None) -> None:
   """Entry-point body: parse the command line, apply side flags, call `fn` via gin.
@@ -319,12 +309,12 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     for model_dir in _OUTPUT_DIRS:
       write_operative_config(model_dir)
   except GinConfigError as e:
-    console.error(_without_call_notes(str(e)))
+    console.error(str(e))
     raise SystemExit(2)
   except Exception as e:  # pylint: disable=broad-except
     from crosstask.runtime.data import pipeline  # pylint: disable=import-outside-toplevel
     if isinstance(e, pipeline.TaskConfigError):  # a task or split that does not exist
-      console.error(_without_call_notes(str(e)))
+      console.error(str(e))
       raise SystemExit(2)
     from crosstask.runtime.report import faults  # What a run meets, said without a traceback.
     if isinstance(e, faults.Preempted):
@@ -333,6 +323,6 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     # A missing data or checkpoint file: its message names the path (--verbose: traceback).
     if isinstance(e, faults.EXPECTED_FAULTS) or (isinstance(e, FileNotFoundError)
                                                  and not verbose):
-      console.error(_without_call_notes(str(e)))
+      console.error(str(e))
       raise SystemExit(1)
     raise

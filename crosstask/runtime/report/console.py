@@ -7,6 +7,7 @@ lines to absl logging instead. Errors are the exception: each process may fail
 alone, so each says why.
 """
 
+import re
 import sys
 
 from absl import logging
@@ -43,6 +44,14 @@ def warn(message: str) -> None:
     logging.warning(message)
 
 
+# The line gin appends to an error as it leaves each configurable it passed through.
+_GIN_CALL_NOTE = re.compile(r"\n[ \t]*In call to configurable '[^'\n]*' \(<[^\n]*>\)(?=\n|$)")
+
+
 def error(message: str) -> None:
-  """Why the job stops, on stderr: from every process, since each may fail alone."""
-  print(f'ERROR: {message}', file=sys.stderr, flush=True)
+  """Why the job stops, on stderr: from every process, since each may fail alone.
+
+  Without gin's notes ("In call to configurable 'train' (<function train at 0x7f...>)"):
+  the message already names what is wrong, and the addresses mean nothing to a user.
+  """
+  print(f'ERROR: {_GIN_CALL_NOTE.sub("", message)}', file=sys.stderr, flush=True)
