@@ -308,12 +308,10 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     call_configured(fn, what)
     for model_dir in _OUTPUT_DIRS:
       write_operative_config(model_dir)
-  except GinConfigError as e:
-    console.error(str(e))
-    raise SystemExit(2)
   except Exception as e:  # pylint: disable=broad-except
     from crosstask.runtime.data import pipeline  # pylint: disable=import-outside-toplevel
-    if isinstance(e, pipeline.TaskConfigError):  # a task or split that does not exist
+    # A mistake in the configuration: a binding, or a task, split or module not there.
+    if isinstance(e, (GinConfigError, pipeline.TaskConfigError)):
       console.error(str(e))
       raise SystemExit(2)
     from crosstask.runtime.report import faults  # What a run meets, said without a traceback.
