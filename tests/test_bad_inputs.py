@@ -231,23 +231,23 @@ def _runtime_tasks():
   return data
 
 
-def _vocab_too_big():
+def _tiny_model(vocab_size: int, vocabulary=None):
+  """A one-layer model over `vocabulary` (default: bytes) with `vocab_size` embedding rows."""
   from crosstask.models import config as config_lib, model as model_lib, network
   import seqio
-  cfg = config_lib.TransformerConfig(vocab_size=128, d_model=8, d_ff=8, num_heads=1, d_kv=8,
-                                     num_encoder_layers=1, num_decoder_layers=1)
-  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
-                                        seqio.ByteVocabulary())
-  _runtime_tasks().check_vocabulary_fits(model)
+  cfg = config_lib.TransformerConfig(vocab_size=vocab_size, d_model=8, d_ff=8, num_heads=1,
+                                     d_kv=8, num_encoder_layers=1, num_decoder_layers=1)
+  vocabulary = vocabulary or seqio.ByteVocabulary()
+  return model_lib.EncoderDecoderModel(network.Transformer(cfg), vocabulary, vocabulary)
+
+
+def _vocab_too_big():
+  _runtime_tasks().check_vocabulary_fits(_tiny_model(128))
 
 
 def _vocab_differs():
-  from crosstask.models import config as config_lib, model as model_lib, network
   import seqio
-  cfg = config_lib.TransformerConfig(vocab_size=384, d_model=8, d_ff=8, num_heads=1, d_kv=8,
-                                     num_encoder_layers=1, num_decoder_layers=1)
-  sentinels = seqio.ByteVocabulary(extra_ids=4)
-  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), sentinels, sentinels)
+  model = _tiny_model(384, seqio.ByteVocabulary(extra_ids=4))
   data = _runtime_tasks()
   data.check_run_vocabulary(model, data.DatasetConfig(
       'runtime_copy', {'inputs': 8, 'targets': 8}, 'train', 8, False, 0,
@@ -257,14 +257,9 @@ def _vocab_differs():
 def _run_on_a_missing_split():
   """A run's datasets are checked when the Run is resolved: before a checkpoint is
   restored or a step compiled (the split was found missing only as data was read)."""
-  from crosstask.models import config as config_lib, model as model_lib, network
   from crosstask.runtime.config import run as run_lib
   from crosstask.runtime.sharding import partitioning
-  import seqio
-  cfg = config_lib.TransformerConfig(vocab_size=264, d_model=8, d_ff=8, num_heads=1, d_kv=8,
-                                     num_encoder_layers=1, num_decoder_layers=1)
-  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
-                                        seqio.ByteVocabulary())
+  model = _tiny_model(264)
   data = _runtime_tasks()
   run_lib.resolve(model, partitioning.Partitioner(), datasets={'train': data.DatasetConfig(
       'runtime_copy', {'inputs': 8, 'targets': 8}, 'tran', 8, False, 0,
@@ -285,14 +280,9 @@ def _task_module_missing_a_dependency():
 
 
 def _lengths_without_targets():
-  from crosstask.models import config as config_lib, model as model_lib, network
   from crosstask.runtime.config import run as run_lib
   from crosstask.runtime.sharding import partitioning
-  import seqio
-  cfg = config_lib.TransformerConfig(vocab_size=264, d_model=8, d_ff=8, num_heads=1, d_kv=8,
-                                     num_encoder_layers=1, num_decoder_layers=1)
-  model = model_lib.EncoderDecoderModel(network.Transformer(cfg), seqio.ByteVocabulary(),
-                                        seqio.ByteVocabulary())
+  model = _tiny_model(264)
   # TASK_FEATURE_LENGTHS={'inputs': 64} on the command line: a KeyError deep in the job.
   run_lib.resolve(model, partitioning.Partitioner(), batch_size=8, lengths={'inputs': 8})
 
