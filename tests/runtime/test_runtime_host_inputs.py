@@ -39,9 +39,13 @@ CFG = TransformerConfig(vocab_size=2048, d_model=32, d_ff=64, num_heads=2, d_kv=
                         dtype='float32')
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='session')
 def sample_sentencepiece(tmp_path_factory) -> str:
-  """A 2000-piece SentencePiece model of the bundled sample: rare characters as bytes."""
+  """A 2000-piece SentencePiece model of the bundled sample: rare characters as bytes.
+
+  One a process: vocabularies are registered by file name for the process's life, and a
+  module-scoped fixture was built again (another folder, the same name, refused) when
+  xdist ran another module's tests between this module's."""
   with paths.use_data_dir(paths.SAMPLE_DIR):
     texts = [t for ex in tasks.plain_task(*FIELDS).examples('train') for t in ex.values()]
   return train_vocab.train(texts, str(tmp_path_factory.mktemp('sp') / 'plain_inputs_sp'),

@@ -100,9 +100,10 @@ def test_run_refuses_a_vocabulary_larger_than_the_embeddings(tmp_path, clean_gin
 # ------------------------------------------------------------ explicit vocabularies
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sample_sp(tmp_path_factory):
-  """A small SentencePiece model trained on the bundled CSL sample's abstracts and titles."""
+  """A small SentencePiece model trained on the bundled CSL sample's abstracts and titles;
+  one a process, as vocabularies are registered by file name for the process's life."""
   from crosstask import paths  # pylint: disable=g-import-not-at-top
   from crosstask.tasks import train_vocab  # pylint: disable=g-import-not-at-top
   from crosstask.tasks.csl import readers  # pylint: disable=g-import-not-at-top
