@@ -249,7 +249,7 @@ def _vocab_differs():
   import seqio
   model = _tiny_model(384, seqio.ByteVocabulary(extra_ids=4))
   data = _runtime_tasks()
-  data.check_run_vocabulary(model, data.DatasetConfig(
+  data.check_run_dataset(model, data.DatasetConfig(
       'runtime_copy', {'inputs': 8, 'targets': 8}, 'train', 8, False, 0,
       module='runtime_helpers'))
 

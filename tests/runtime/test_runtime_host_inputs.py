@@ -201,16 +201,29 @@ def test_without_seqio_a_run_names_its_task_as_the_seqio_registry_does(sample_se
                                                                         monkeypatch):
   cfg = pipeline.DatasetConfig(tasks.task_name(*FIELDS), LENGTHS, 'validation', 8, False, 0,
                                module='crosstask.tasks.csl')
-  want = [pipeline.check_run_vocabulary(_model(vocabularies.get(name)), cfg)
+  want = [pipeline.check_run_dataset(_model(vocabularies.get(name)), cfg)
           for name in (vocabularies.BYTES, sample_sentencepiece)]
   assert [c.mixture_or_task_name for c in want] == [cfg.mixture_or_task_name,
                                                     cfg.mixture_or_task_name + '.plain_inputs_sp']
   monkeypatch.setattr(vocabularies, 'seqio_installed', lambda: False)
-  got = [pipeline.check_run_vocabulary(_model(plain_vocabularies.get(name)), cfg)
+  got = [pipeline.check_run_dataset(_model(plain_vocabularies.get(name)), cfg)
          for name in (vocabularies.BYTES, sample_sentencepiece)]
   assert got == want
   with pytest.raises(ValueError, match='2000 ids but .* only 1024 rows'):
-    pipeline.check_run_vocabulary(_model(plain_vocabularies.get(sample_sentencepiece), 1024), cfg)
+    pipeline.check_run_dataset(_model(plain_vocabularies.get(sample_sentencepiece), 1024), cfg)
+
+
+@pytest.mark.parametrize('seqio_here', [True, False], ids=['seqio', 'without-seqio'])
+def test_a_dataset_the_job_reads_is_refused_for_a_split_its_task_lacks(seqio_here, monkeypatch):
+  """Before anything is restored or compiled, with SeqIO or without (the plain task's
+  splits); a dataset the job may never read (a train run's evaluation) is not checked."""
+  monkeypatch.setattr(vocabularies, 'seqio_installed', lambda: seqio_here)
+  vocab = (vocabularies if seqio_here else plain_vocabularies).get(vocabularies.BYTES)
+  cfg = pipeline.DatasetConfig(tasks.task_name(*FIELDS), LENGTHS, 'tset', 8, False, 0,
+                               module='crosstask.tasks.csl')
+  with pytest.raises(pipeline.TaskConfigError, match="has no split 'tset'; it has .*'validation'"):
+    pipeline.check_run_dataset(_model(vocab), cfg, split_read=True)
+  assert pipeline.check_run_dataset(_model(vocab), cfg).split == 'tset'
 
 
 def test_without_seqio_the_model_vocabulary_the_task_and_its_fingerprint_are_seqios(

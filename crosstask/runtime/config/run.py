@@ -16,7 +16,6 @@ from typing import Any, Mapping
 import flax.linen as nn
 import jax
 
-from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.config import platform
 from crosstask.runtime.data import batching
@@ -116,11 +115,8 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
   profile = platform.for_mesh(partitioner.mesh) if profile is None else profile
   model = platform.resolve_model(model, profile)
   given = {role: cfg for role, cfg in (datasets or {}).items() if cfg is not None}
-  matched = {role: data.check_run_vocabulary(model, cfg) for role, cfg in given.items()}
-  for role in _ALWAYS_READ.intersection(matched):  # before a restore or a compile
-    if vocabularies.seqio_installed():  # without SeqIO the job checks its plain task
-      cfg = matched[role]
-      data.check_split(data.get_mixture_or_task(cfg.mixture_or_task_name), cfg.split)
+  matched = {role: data.check_run_dataset(model, cfg, split_read=role in _ALWAYS_READ)
+             for role, cfg in given.items()}
   _say_renamed(given, matched)
   first = next(iter(matched.values()), None)
   if batch_size is None:

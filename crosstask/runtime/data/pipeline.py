@@ -225,22 +225,34 @@ def _tasks_of(name: str) -> list:
   return list(getattr(task, 'tasks', None) or [task])
 
 
-def check_run_vocabulary(model, cfg: DatasetConfig) -> DatasetConfig:
+def check_run_dataset(model, cfg: DatasetConfig, *, split_read: bool = False) -> DatasetConfig:
   """The run's DatasetConfig naming the task for the model's vocabulary, checked.
 
   Raises when the task's vocabulary differs from the model's (naming both) or
-  does not fit its embedding table; every job calls this before reading data.
-  Without SeqIO there is no registry: the name is the one SeqIO's would give
-  (`vocabularies.task_name`), and only the model's vocabularies are checked.
+  does not fit its embedding table, and, for a dataset the job will read
+  (`split_read`), when a task lacks the split: every job calls this before it
+  restores or compiles anything. Without SeqIO there is no registry: the name is the
+  one SeqIO's would give (`vocabularies.task_name`), only the model's vocabularies are
+  checked, and the split against the task's plain form where it has one.
   """
   from crosstask import vocabularies
   if not vocabularies.seqio_installed():
     vocab = _model_vocabularies(model)['targets'] or _model_vocabularies(model)['inputs']
     name = _name_for_vocabulary(cfg.mixture_or_task_name, vocab) or cfg.mixture_or_task_name
     check_vocabulary_fits(model)
+    if split_read:
+      try:
+        task = plain_task(cfg.module, name)
+      except ValueError:  # No plain form: the job that reads it says what it needs.
+        task = None
+      if task is not None:
+        check_split(task, cfg.split)
     return dataclasses.replace(cfg, mixture_or_task_name=name)
   cfg = dataclasses.replace(cfg, mixture_or_task_name=task_for_model(model, cfg))
-  check_vocabulary_fits(model, get_mixture_or_task(cfg.mixture_or_task_name))
+  task = get_mixture_or_task(cfg.mixture_or_task_name)
+  check_vocabulary_fits(model, task)
+  if split_read:
+    check_split(task, cfg.split)
   return cfg
 
 

@@ -156,9 +156,9 @@ def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
   run = lambda name, module: data.DatasetConfig(name, {"inputs": 8, "targets": 8}, "train", 8,
                                                 False, 0, module=module)
   for name in ("csl_zh_abstract_to_title", "csl_zh_xtask_2_1_meta"):
-    cfg = data.check_run_vocabulary(_model(sp, 2432), run(name, "crosstask.tasks.csl"))
+    cfg = data.check_run_dataset(_model(sp, 2432), run(name, "crosstask.tasks.csl"))
     assert cfg.mixture_or_task_name == f"{name}.csl_registration"
-    cfg = data.check_run_vocabulary(_model(vocabularies.get(), 384),
+    cfg = data.check_run_dataset(_model(vocabularies.get(), 384),
                                     run(name, "crosstask.tasks.csl"))
     assert cfg.mixture_or_task_name == name
   # A module without register(vocabulary) cannot provide its task for the model's
@@ -167,7 +167,7 @@ def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
   with pytest.raises(ValueError, match=r"Task 'runtime_copy' feature 'inputs' is tokenized with "
                                        r"bytes \(259 ids\), but the model's input vocabulary is "
                                        r"SentencePiece .*csl_registration\.model \(2400 ids\)"):
-    data.check_run_vocabulary(_model(sp, 2432), run("runtime_copy", "runtime_helpers"))
+    data.check_run_dataset(_model(sp, 2432), run("runtime_copy", "runtime_helpers"))
 
 
 # What upstream T5X does with MIXTURE_OR_TASK_MODULE (t5x.utils.import_module): gin is
