@@ -7,6 +7,7 @@ crosstask tasks). Also here: counted sources (how many examples a run pulls) and
 a model whose loss is NaN on a poisoned example, for the fault tests.
 """
 
+import pathlib
 import random
 
 import jax.numpy as jnp
@@ -102,6 +103,17 @@ class PoisonedModel(model_lib.EncoderDecoderModel):
     loss, metrics = super().loss_fn(params, batch, dropout_rng)
     factor = jnp.where(jnp.any(batch['encoder_input_tokens'] == POISON_ID), jnp.nan, 1.0)
     return loss * factor, dict(metrics, loss=metrics['loss'] * factor)
+
+
+def sentencepiece_model(folder, seed: int = 0) -> str:
+  """A 300-piece SentencePiece model (T5 layout) of random letter words; another `seed`,
+  other pieces. For the checks that a checkpoint's own tokenizer is the model's."""
+  from crosstask.tasks import train_vocab
+  rng = random.Random(f'sentencepiece-{seed}')
+  lines = [' '.join(''.join(rng.choice('abcdefghij') for _ in range(4)) for _ in range(8))
+           for _ in range(300)]
+  return train_vocab.train(lines, str(pathlib.Path(folder) / 'sp'), vocab_size=300,
+                           character_coverage=1.0)
 
 
 def register() -> None:

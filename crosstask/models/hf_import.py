@@ -14,7 +14,9 @@ copied from `lm_head.weight`, or from `shared.weight` when the file has no lm_he
 import dataclasses
 import json
 import pathlib
+import shutil
 from collections.abc import Mapping
+from typing import Any
 
 import flax
 import flax.linen as nn
@@ -247,12 +249,22 @@ def hf_tensors_from_params(config: TransformerConfig, params: Mapping) -> dict[s
   return out
 
 
-def save_hf_checkpoint(folder: str | pathlib.Path, config: TransformerConfig, params: Mapping
-                       ) -> pathlib.Path:
-  """Writes `config.json` + `model.safetensors` that `load_hf_checkpoint` reads back."""
+# The SentencePiece model of a T5-family folder, where T5Tokenizer reads it.
+TOKENIZER_FILE = "spiece.model"
+
+
+def save_hf_checkpoint(folder: str | pathlib.Path, config: TransformerConfig, params: Mapping,
+                       vocabulary: Any = None) -> pathlib.Path:
+  """Writes `config.json` + `model.safetensors` that `load_hf_checkpoint` reads back, and
+  `vocabulary`'s SentencePiece model as `spiece.model` where it has one (a folder is then
+  whole for transformers' T5Tokenizer, and crosstask loads it only into a model reading
+  the same pieces)."""
   import safetensors.numpy  # pylint: disable=g-import-not-at-top
   folder = pathlib.Path(folder)
   folder.mkdir(parents=True, exist_ok=True)
+  sentencepiece = getattr(vocabulary, "sentencepiece_model_file", None)
+  if sentencepiece is not None:
+    shutil.copyfile(sentencepiece, folder / TOKENIZER_FILE)
   (folder / "config.json").write_text(json.dumps(hf_config_from(config), indent=2))
   safetensors.numpy.save_file(hf_tensors_from_params(config, params),
                               str(folder / "model.safetensors"), metadata={"format": "pt"})

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import seqio
 
+import runtime_helpers
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
@@ -116,6 +117,37 @@ def test_params_from_a_hugging_face_folder(saved, tmp_path):
                jax.device_get(params), state['params'])
   with pytest.raises(ValueError, match=r"parameter '.*' has shape"):
     checkpoints.load_params(str(folder), _trainer(d_model=64).abstract_params())
+
+
+def test_a_hugging_face_folder_loads_only_into_a_model_reading_its_tokenizer(saved, tmp_path):
+  from crosstask import plain_vocabularies
+  from crosstask.models import hf_import
+  from crosstask.runtime.jobs import restoring
+  from crosstask.runtime.report import faults
+  _, trainer, state = saved
+  theirs = runtime_helpers.sentencepiece_model(tmp_path / 'theirs')
+  folder = hf_import.save_hf_checkpoint(tmp_path / 'hf', _config(), state['params'],
+                                        plain_vocabularies.get(theirs))
+  assert (folder / 'spiece.model').read_bytes() == open(theirs, 'rb').read()
+  # The same pieces from another path (here the folder's own file) load, as the
+  # release's tokenizer copied elsewhere would.
+  same = seqio.SentencePieceVocabulary(str(folder / 'spiece.model'))
+  params = checkpoints.load_params(str(folder), trainer.abstract_params(), (same, same))
+  jax.tree.map(np.testing.assert_array_equal, jax.device_get(params), state['params'])
+  # The model gin file's default (bytes), or another SentencePiece model, is refused.
+  other = seqio.SentencePieceVocabulary(
+      runtime_helpers.sentencepiece_model(tmp_path / 'other', seed=1))
+  for vocab, reads in ((seqio.ByteVocabulary(), r'bytes \(259 ids\)'),
+                       (other, r'SentencePiece .*other/sp.model \(300 ids\)')):
+    with pytest.raises(faults.CheckpointMismatchError,
+                       match=rf'hf was trained with the SentencePiece model in its spiece.model '
+                             rf'\(300 pieces\), but the model reads {reads}: .* Set '
+                             rf'--gin.VOCABULARY_PATH="\'.*hf/spiece.model\'"'):
+      checkpoints.load_params(str(folder), trainer.abstract_params(), (same, vocab))
+  # Eval and infer take the folder as one checkpoint, of step 0 (it records none).
+  for mode in ('all', 'latest', 'specific'):
+    assert restoring.checkpoint_dirs(checkpoints.RestoreCheckpointConfig(
+        str(folder), mode=mode)) == [(0, str(folder))]
 
 
 def test_keeps_only_the_newest(saved, tmp_path):

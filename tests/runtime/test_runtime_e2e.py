@@ -4,9 +4,11 @@ import json
 import re
 
 import gin
+import jax
 import pytest
 
 import runtime_subprocess as rs
+from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 
 
@@ -45,10 +47,13 @@ def test_train_eval_infer(tmp_path):
                 for m in lines if m['step'] == 60) == sorted(
       (m['task'], m.get('fingerprint'), json.dumps(m['metrics'])) for m in in_train)
 
+  # Checkpoint 60 exported as a Hugging Face folder (as a published T5 or LongLM comes):
+  # infer takes the folder itself, as one checkpoint, of step 0 (it records none).
+  hf_folder = _hf_export(model_dir / 'checkpoint_60', tmp_path / 'hf')
   infer_dir = tmp_path / 'infer'
   inf = rs.run([rs.sys.executable, '-m', 'crosstask.infer', f'--gin_file={rs.TINY}',
                 '--gin_file=runs/infer.gin', *rs.task_flags(),
-                f"--gin.CHECKPOINT_PATH='{model_dir}/checkpoint_60'",
+                f"--gin.CHECKPOINT_PATH='{hf_folder}'",
                 f"--gin.INFER_OUTPUT_DIR='{infer_dir}'", '--gin.BATCH_SIZE=16'])
   assert inf.returncode == 0, inf.stdout[-3000:] + inf.stderr[-3000:]
   rows = [json.loads(l) for l in (infer_dir / 'runtime_reverse-validation.jsonl').open()]
@@ -56,19 +61,38 @@ def test_train_eval_infer(tmp_path):
   assert rows[0]['inputs'].startswith('reverse ') and isinstance(rows[0]['score'], float)
   assert set(rows[0]) >= {'inputs', 'targets', 'prediction', 'score'}
 
-  # And infer, given the run's directory and only what changes, gives what the fully
-  # configured command gave.
+  # And infer, given the run's directory and only what changes, gives from checkpoint 60
+  # what the fully configured command gave from its export, step apart.
   again = rs.run([rs.sys.executable, '-m', 'crosstask.infer', f'--run_dir={model_dir}',
                   '--gin.BATCH_SIZE=16'])
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
   for name in ('runtime_copy', 'runtime_reverse'):
-    got = (model_dir / 'infer' / f'{name}-validation.jsonl').read_text()
-    assert got == (infer_dir / f'{name}-validation.jsonl').read_text()
+    got, exported = ([json.loads(l) for l in (folder / f'{name}-validation.jsonl').open()]
+                     for folder in (model_dir / 'infer', infer_dir))
+    assert {r.pop('step') for r in got} == {60} and {r.pop('step') for r in exported} == {0}
+    assert got == exported
   # No command printed TensorFlow's start-up lines or SeqIO's warnings.
   for done in (train, ev, inf, again):
     assert not rs.noise_in(done.stdout + done.stderr), rs.noise_in(done.stdout + done.stderr)
   # Fine-tuning from a trained checkpoint (its parameters, not its step) is checked end
   # to end, parameter for parameter, by tests/tasks/xbench's meta-train-then-k-shot test.
+
+
+def _hf_export(checkpoint, folder):
+  """The Hugging Face folder of a tiny run's checkpoint (`hf_import.save_hf_checkpoint`)."""
+  import jax
+  from crosstask.models import hf_import
+  from crosstask.runtime.config import model_gin
+  from crosstask.runtime.config import run as run_lib
+  from crosstask.runtime.state import checkpoints
+  try:
+    model = model_gin.model_from_gin(rs.TINY)
+    run = run_lib.resolve(model, batch_size=8, lengths={'inputs': 16, 'targets': 16})
+  finally:
+    gin.clear_config()
+  params = checkpoints.load_params(str(checkpoint), run.abstract_params()[0])
+  return hf_import.save_hf_checkpoint(folder, model.module.config, jax.device_get(params),
+                                      model.input_vocabulary)
 
 
 @pytest.mark.slow
@@ -119,6 +143,31 @@ def _gin_value(selector: str):
   """What a parsed binding evaluates to (a macro's value, a configurable's object)."""
   ref = gin.query_parameter(selector)
   return ref.scoped_configurable_fn() if hasattr(ref, 'scoped_configurable_fn') else ref
+
+
+def test_train_refuses_a_hugging_face_folder_that_reads_text_otherwise(tmp_path, clean_gin):
+  """A published checkpoint carries its SentencePiece model; fine-tuning it with the model
+  gin file's default vocabulary (bytes) stops before the first step, naming the fix."""
+  import numpy as np
+  from crosstask.models import hf_import
+  from crosstask.runtime.jobs import train_lib
+  from crosstask.runtime.report import faults
+  import runtime_helpers
+  gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
+                  [f"MODEL_DIR='{tmp_path / 'm'}'", 'TRAIN_STEPS=3',
+                   "MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
+                   "MIXTURE_OR_TASK_MODULE='runtime_helpers'",
+                   "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}",
+                   f"INITIAL_CHECKPOINT_PATH='{tmp_path / 'published'}'"])
+  config = gin_utils.query('%MODEL').module.config
+  zeros = jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), hf_import.abstract_params(config))
+  hf_import.save_hf_checkpoint(tmp_path / 'published', config, zeros, vocabularies.get(
+      runtime_helpers.sentencepiece_model(tmp_path / 'sp')))
+  with pytest.raises(faults.CheckpointMismatchError,
+                     match=r'published was trained with the SentencePiece model in its spiece'
+                           r'\.model \(300 pieces\), but the model reads bytes'):
+    train_lib.train()
+  assert not list((tmp_path / 'm').glob('checkpoint_*'))
 
 
 def test_run_configs_resolve_from_search_paths(clean_gin):

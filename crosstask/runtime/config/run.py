@@ -46,6 +46,13 @@ class Run:
     return self.datasets.get(role)
 
   @property
+  def vocabularies(self) -> tuple[Any, Any]:
+    """The model's input and output vocabularies (None where it has none): a checkpoint
+    that carries its own tokenizer is loaded only into a model that reads the same."""
+    return (getattr(self.model, 'input_vocabulary', None),
+            getattr(self.model, 'output_vocabulary', None))
+
+  @property
   def input_shapes(self) -> dict[str, tuple[int, int]]:
     """The model's input shapes: the global batch at the converted feature lengths."""
     return {'encoder_input_tokens': (self.batch_size, self.lengths['inputs']),

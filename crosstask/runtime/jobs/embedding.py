@@ -28,7 +28,7 @@ def restore_params(run: run_lib.Run, cfg: checkpoints.RestoreCheckpointConfig
   if cfg.mode == 'all':  # One checkpoint is used: the newest.
     cfg = dataclasses.replace(cfg, mode='latest')
   (_, state_dir), = restoring.checkpoint_dirs(cfg)
-  return checkpoints.load_params(state_dir, abstract), shardings, state_dir
+  return checkpoints.load_params(state_dir, abstract, run.vocabularies), shardings, state_dir
 
 
 def bucket_length(n: int, max_length: int, minimum: int = 16) -> int:

@@ -104,7 +104,7 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
   if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
     restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
   (step, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
-  params = checkpoints.load_params(state_dir, abstract_params)
+  params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)
   gin_utils.write_operative_config(output_dir)

@@ -89,11 +89,17 @@ def checkpoint_job(job_fn: Callable[[CheckpointJob], Any]) -> Callable[..., Any]
 
 
 def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int, str]]:
-  """(step, state dir) pairs selected by `cfg.mode` ('specific', 'latest', 'all')."""
+  """(step, state dir) pairs selected by `cfg.mode` ('specific', 'latest', 'all').
+
+  A Hugging Face folder (a published T5, mT5 or LongLM) is one checkpoint, of step 0:
+  it records none, and the job starts from its weights as they were released.
+  """
   if cfg.mode not in ('specific', 'latest', 'all'):
     raise ValueError(f"RestoreCheckpointConfig.mode must be 'specific', 'latest' or 'all', "
                      f'got {cfg.mode!r}.')
   path = os.path.abspath(cfg.path)
+  if os.path.isdir(path) and checkpoints.is_hf_checkpoint(path):
+    return [(0, path)]
   steps = checkpoints.steps_in(path)
   if not steps or cfg.mode == 'specific':
     state_dir = checkpoints.resolve_state_dir(path)

@@ -153,7 +153,8 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
     console.say(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at '
                 f'step {latest} after {consumed} batches.')
   elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
-    params = checkpoints.load_params(restore_checkpoint_cfg.path, trainer.abstract_params())
+    params = checkpoints.load_params(restore_checkpoint_cfg.path, trainer.abstract_params(),
+                                     run.vocabularies)
     state = trainer.state_from_params(params)
     del params  # Donated to the state; no second copy for the run.
     console.say(f'Initialised parameters from {restore_checkpoint_cfg.path}.')

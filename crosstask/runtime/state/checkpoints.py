@@ -5,14 +5,17 @@ a run killed mid-save leaves nothing the manager will mistake for a checkpoint.
 """
 
 import dataclasses
+import functools
+import json
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import gin
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from crosstask import vocabularies
 from crosstask.models import layer_stacking
 from crosstask.runtime.data import input_state
 from crosstask.runtime.report import faults
@@ -176,6 +179,49 @@ def is_hf_checkpoint(path: str) -> bool:
   return os.path.isfile(os.path.join(path, 'config.json'))
 
 
+def check_hf_vocabulary(folder: str, model_vocabularies: Sequence[Any]) -> None:
+  """Refuses a Hugging Face folder whose own SentencePiece model is not the model's.
+
+  Why: the shapes agree whatever the vocabulary (bytes' 259 ids fit LongLM-base's 32,128
+  embedding rows), so fine-tuning or evaluating the folder's weights with the model gin
+  file's default vocabulary (bytes) would run, reading every embedding as another
+  token. Pieces are compared, not files: a copy of the same model passes. A folder
+  without the file (ByT5's, or crosstask's own export of a bytes model) is not checked.
+  """
+  from crosstask.models import hf_import
+  tokenizer = os.path.join(folder, hf_import.TOKENIZER_FILE)
+  if not os.path.isfile(tokenizer):
+    return
+  for vocab in {id(v): v for v in model_vocabularies if v is not None}.values():
+    path = getattr(vocab, 'sentencepiece_model_file', None)
+    if path is not None and _pieces(str(path)) == _pieces(tokenizer):
+      continue
+    raise faults.CheckpointMismatchError(
+        f'Checkpoint {folder} was trained with the SentencePiece model in its '
+        f'{hf_import.TOKENIZER_FILE} ({len(_pieces(tokenizer))} pieces), but the model reads '
+        f'{vocabularies.describe(vocab)}: each embedding would be read as another token. '
+        f'Set --gin.VOCABULARY_PATH="\'{tokenizer}\'" to read text as the checkpoint '
+        f'did{_embeddings_hint(folder)} (to reuse its weights with another vocabulary on '
+        f'purpose, load a copy of the folder without {hf_import.TOKENIZER_FILE}).')
+
+
+def _embeddings_hint(folder: str) -> str:
+  """' and --gin.NUM_EMBEDDINGS=N', N the folder's config.json vocab_size, where it says."""
+  try:
+    with open(os.path.join(folder, 'config.json'), encoding='utf-8') as f:
+      rows = json.load(f).get('vocab_size')
+  except (OSError, ValueError, AttributeError):
+    return ''
+  return f' and --gin.NUM_EMBEDDINGS={rows} (its config.json)' if isinstance(rows, int) else ''
+
+
+@functools.lru_cache(maxsize=4)
+def _pieces(path: str) -> tuple[str, ...]:
+  import sentencepiece as spm
+  processor = spm.SentencePieceProcessor(model_file=path)
+  return tuple(processor.id_to_piece(i) for i in range(processor.get_piece_size()))
+
+
 def load_hf_params(path: str, abstract_params: Any) -> Any:
   """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed."""
   from crosstask.models import hf_import
@@ -204,15 +250,19 @@ def _place(abstract: Any, host_tree: Any) -> Any:
   return jax.tree.map(place, abstract, host_tree)
 
 
-def load_params(path: str, abstract_params: Any) -> Any:
+def load_params(path: str, abstract_params: Any, model_vocabularies: Sequence[Any] = ()
+                ) -> Any:
   """Only the parameters of a checkpoint, placed like `abstract_params` (shape-checked).
 
   `path` is an orbax checkpoint (a step, a model directory, or a 'state' item)
   or a Hugging Face folder, as written by `crosstask.models.hf_import`. Layer
   stacks load whichever way they were saved: scanned (`layers`) or unscanned
   (`layers_0 ..`) parameters are converted to the layout of `abstract_params`.
+  A Hugging Face folder's own SentencePiece model must be the vocabulary of
+  `model_vocabularies` (the model's, `Run.vocabularies`), where it carries one.
   """
   if os.path.isdir(path) and is_hf_checkpoint(path):
+    check_hf_vocabulary(path, model_vocabularies)
     return load_hf_params(path, abstract_params)
   state_dir = resolve_state_dir(path)
   meta = ocp.StandardCheckpointer().metadata(state_dir)
