@@ -140,14 +140,45 @@ def test_a_hugging_face_folder_loads_only_into_a_model_reading_its_tokenizer(sav
   for vocab, reads in ((seqio.ByteVocabulary(), r'bytes \(259 ids\)'),
                        (other, r'SentencePiece .*other/sp.model \(300 ids\)')):
     with pytest.raises(faults.CheckpointMismatchError,
-                       match=rf'hf was trained with the SentencePiece model in its spiece.model '
-                             rf'\(300 pieces\), but the model reads {reads}: .* Set '
-                             rf'--gin.VOCABULARY_PATH="\'.*hf/spiece.model\'"'):
+                       match=rf"hf was trained with the SentencePiece model .*hf/spiece.model "
+                             rf"\(300 pieces; the folder's own tokenizer\), but the model reads "
+                             rf'{reads}: .* Set --gin.VOCABULARY_PATH="\'.*hf/spiece.model\'" and '
+                             rf'--gin.NUM_EMBEDDINGS=264'):
       checkpoints.load_params(str(folder), trainer.abstract_params(), (same, vocab))
   # Eval and infer take the folder as one checkpoint, of step 0 (it records none).
   for mode in ('all', 'latest', 'specific'):
     assert restoring.checkpoint_dirs(checkpoints.RestoreCheckpointConfig(
         str(folder), mode=mode)) == [(0, str(folder))]
+
+
+def test_a_run_checkpoint_loads_only_into_a_model_reading_what_its_run_read(saved, tmp_path):
+  """The VOCABULARY_PATH a run saved in config.gin: an eval that left it out (bytes) is
+  refused, naming it and --run_dir, at each path a checkpoint is given by."""
+  from crosstask.runtime.report import faults
+  model_dir, trainer, state = saved
+  run = tmp_path / 'run'
+  shutil.copytree(model_dir, run)
+  sp = runtime_helpers.sentencepiece_model(tmp_path / 'sp')
+  ours = seqio.SentencePieceVocabulary(sp)
+  abstract = trainer.abstract_params()
+  (run / 'config.gin').write_text(f"MODEL_DIR = '{run}'\nVOCABULARY_PATH = '{sp}'\n")
+  for path in (run, run / 'checkpoint_2', run / 'checkpoint_2' / 'state'):
+    with pytest.raises(faults.CheckpointMismatchError,
+                       match=rf"was trained with the SentencePiece model {sp} \(300 pieces; "
+                             rf"VOCABULARY_PATH in {run}/config.gin\), but the model reads "
+                             rf"bytes .* --run_dir={run}, "):
+      checkpoints.load_params(str(path), abstract, (seqio.ByteVocabulary(),) * 2)
+    params = checkpoints.load_params(str(path), abstract, (ours, ours))
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(params), state['params'])
+  (run / 'config.gin').write_text('VOCABULARY_PATH = None\n')  # bytes
+  with pytest.raises(faults.CheckpointMismatchError,
+                     match=r'trained with bytes \(VOCABULARY_PATH in .*\), but the model reads '
+                           r'SentencePiece .*Set --gin.VOCABULARY_PATH="None"'):
+    checkpoints.load_params(str(run), abstract, (ours, ours))
+  # Where the run does not say, or names a model file this machine lacks: not checked.
+  for text in ("MODEL_DIR = 'x'\n", "VOCABULARY_PATH = '/nowhere/sp.model'\n"):
+    (run / 'config.gin').write_text(text)
+    checkpoints.load_params(str(run), abstract, (ours, ours))
 
 
 def test_keeps_only_the_newest(saved, tmp_path):

@@ -119,15 +119,31 @@ def carried_bindings(config_path: str) -> list[str]:
   return [f'{name} = {values.get(name, "None")}' for name in CARRIED_MACROS]
 
 
+def run_dir_of(checkpoint_path: str | os.PathLike) -> pathlib.Path | None:
+  """The folder of the run that saved a checkpoint, where its configuration lies: the path
+  itself (a model directory), or the one a step (`checkpoint_N`) or its `state` item is
+  in; None where none of them holds a saved configuration."""
+  path = pathlib.Path(os.fspath(checkpoint_path))
+  folders = [path, path.parent] + ([path.parent.parent] if path.name == 'state' else [])
+  return next((f for f in folders if config_file(f) is not None), None)
+
+
 def trained_on(checkpoint_path: str | os.PathLike | None) -> list[str]:
   """The MIXTURE_OR_TASK_NAME a checkpoint was trained on (the configuration its run saved
   beside it or in the checkpoint folder), as a list: empty when the path is None or no
   configuration names one."""
-  if checkpoint_path is None:
-    return []
-  path = pathlib.Path(os.fspath(checkpoint_path))
-  for folder in (path, path.parent):
-    if config_file(folder) is not None:
-      name = bound(saved_macros(folder), 'MIXTURE_OR_TASK_NAME')
-      return [] if name is None else [name]
-  return []
+  folder = None if checkpoint_path is None else run_dir_of(checkpoint_path)
+  name = None if folder is None else bound(saved_macros(folder), 'MIXTURE_OR_TASK_NAME')
+  return [] if name is None else [name]
+
+
+def trained_vocabulary(checkpoint_path: str | os.PathLike) -> tuple[str, pathlib.Path] | None:
+  """(VOCABULARY_PATH as the checkpoint's run bound it, 'bytes' for None; its saved
+  configuration), or None where no saved configuration binds the macro."""
+  folder = run_dir_of(checkpoint_path)
+  if folder is None:
+    return None
+  saved = saved_macros(folder)
+  if 'VOCABULARY_PATH' not in saved:
+    return None
+  return bound(saved, 'VOCABULARY_PATH') or 'bytes', config_file(folder)

@@ -179,40 +179,72 @@ def is_hf_checkpoint(path: str) -> bool:
   return os.path.isfile(os.path.join(path, 'config.json'))
 
 
-def check_hf_vocabulary(folder: str, model_vocabularies: Sequence[Any]) -> None:
-  """Refuses a Hugging Face folder whose own SentencePiece model is not the model's.
+def check_vocabulary(path: str, model_vocabularies: Sequence[Any]) -> None:
+  """Refuses a checkpoint trained with another vocabulary than the model reads.
 
   Why: the shapes agree whatever the vocabulary (bytes' 259 ids fit LongLM-base's 32,128
-  embedding rows), so fine-tuning or evaluating the folder's weights with the model gin
-  file's default vocabulary (bytes) would run, reading every embedding as another
-  token. Pieces are compared, not files: a copy of the same model passes. A folder
-  without the file (ByT5's, or crosstask's own export of a bytes model) is not checked.
+  embedding rows), so fine-tuning or evaluating with the model gin file's default
+  (bytes), or with an eval command that left VOCABULARY_PATH out, would run, reading
+  every embedding as another token. What the checkpoint was trained with: a Hugging
+  Face folder's own `spiece.model`, or the VOCABULARY_PATH its run saved in config.gin.
+  SentencePiece models are compared by their pieces, not their files. A checkpoint that
+  says neither (ByT5's folder, a run without the macro), or names a model file this
+  machine does not have, is not checked.
   """
-  from crosstask.models import hf_import
-  tokenizer = os.path.join(folder, hf_import.TOKENIZER_FILE)
-  if not os.path.isfile(tokenizer):
+  trained, source, fix = _trained_vocabulary(path)
+  if trained is None:
     return
   for vocab in {id(v): v for v in model_vocabularies if v is not None}.values():
-    path = getattr(vocab, 'sentencepiece_model_file', None)
-    if path is not None and _pieces(str(path)) == _pieces(tokenizer):
-      continue
+    if trained == vocabularies.BYTES:
+      if vocabularies.is_bytes(vocab):
+        continue
+      described = f'bytes ({source})'
+    else:
+      ours = getattr(vocab, 'sentencepiece_model_file', None)
+      if ours is not None and _pieces(str(ours)) == _pieces(trained):
+        continue
+      described = f'the SentencePiece model {trained} ({len(_pieces(trained))} pieces; {source})'
     raise faults.CheckpointMismatchError(
-        f'Checkpoint {folder} was trained with the SentencePiece model in its '
-        f'{hf_import.TOKENIZER_FILE} ({len(_pieces(tokenizer))} pieces), but the model reads '
+        f'Checkpoint {path} was trained with {described}, but the model reads '
         f'{vocabularies.describe(vocab)}: each embedding would be read as another token. '
-        f'Set --gin.VOCABULARY_PATH="\'{tokenizer}\'" to read text as the checkpoint '
-        f'did{_embeddings_hint(folder)} (to reuse its weights with another vocabulary on '
-        f'purpose, load a copy of the folder without {hf_import.TOKENIZER_FILE}).')
+        f'{fix}')
+
+
+def _trained_vocabulary(path: str) -> tuple[str | None, str, str]:
+  """(the vocabulary `path` was trained with: 'bytes' or a SentencePiece model file, or
+  None where it does not say; where that is said; how to read text as it did, and how
+  to reuse the weights with another vocabulary on purpose)."""
+  from crosstask.models import hf_import
+  from crosstask.runtime.config import saved_run
+  if is_hf_checkpoint(path):
+    tokenizer = os.path.join(path, hf_import.TOKENIZER_FILE)
+    if not os.path.isfile(tokenizer):
+      return None, '', ''
+    return (tokenizer, "the folder's own tokenizer",
+            f'Set --gin.VOCABULARY_PATH="\'{tokenizer}\'"{_embeddings_hint(path)} (to reuse '
+            f'its weights with another vocabulary on purpose, load a copy of the folder '
+            f'without {hf_import.TOKENIZER_FILE}).')
+  saved = saved_run.trained_vocabulary(path)
+  if saved is None or (saved[0] != vocabularies.BYTES and not os.path.isfile(saved[0])):
+    return None, '', ''
+  trained, config = saved
+  value = 'None' if trained == vocabularies.BYTES else repr(trained)
+  return (trained, f'VOCABULARY_PATH in {config}',
+          f'Set --gin.VOCABULARY_PATH="{value}", or give eval and infer --run_dir='
+          f"{config.parent}, which reads the run's own configuration (to reuse its weights "
+          f'with another vocabulary on purpose, load a copy of the checkpoint folder '
+          f'without {config.name} beside it).')
 
 
 def _embeddings_hint(folder: str) -> str:
-  """' and --gin.NUM_EMBEDDINGS=N', N the folder's config.json vocab_size, where it says."""
+  """' and --gin.NUM_EMBEDDINGS=N, ...', N the folder's config.json vocab_size, where it says."""
   try:
     with open(os.path.join(folder, 'config.json'), encoding='utf-8') as f:
       rows = json.load(f).get('vocab_size')
   except (OSError, ValueError, AttributeError):
     return ''
-  return f' and --gin.NUM_EMBEDDINGS={rows} (its config.json)' if isinstance(rows, int) else ''
+  return f" and --gin.NUM_EMBEDDINGS={rows}, its config.json's vocab_size," if isinstance(
+      rows, int) else ''
 
 
 @functools.lru_cache(maxsize=4)
@@ -258,13 +290,14 @@ def load_params(path: str, abstract_params: Any, model_vocabularies: Sequence[An
   or a Hugging Face folder, as written by `crosstask.models.hf_import`. Layer
   stacks load whichever way they were saved: scanned (`layers`) or unscanned
   (`layers_0 ..`) parameters are converted to the layout of `abstract_params`.
-  A Hugging Face folder's own SentencePiece model must be the vocabulary of
-  `model_vocabularies` (the model's, `Run.vocabularies`), where it carries one.
+  The vocabulary the checkpoint was trained with must be each of `model_vocabularies`
+  (the model's, `Run.vocabularies`), where the checkpoint says (`check_vocabulary`).
   """
   if os.path.isdir(path) and is_hf_checkpoint(path):
-    check_hf_vocabulary(path, model_vocabularies)
+    check_vocabulary(path, model_vocabularies)
     return load_hf_params(path, abstract_params)
   state_dir = resolve_state_dir(path)
+  check_vocabulary(state_dir, model_vocabularies)
   meta = ocp.StandardCheckpointer().metadata(state_dir)
   meta = getattr(meta, 'item_metadata', meta)
   meta = getattr(meta, 'tree', meta)
