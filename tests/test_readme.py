@@ -65,17 +65,17 @@ def _job_commands() -> list[str]:
   for block in re.findall(r"```bash\n(.*?)```", text, re.S):
     for line in block.replace("\\\n", " ").splitlines():
       line = line.split(" # ")[0].strip()
-      if re.match(r"python -m crosstask\.(train|eval|infer|embed|relevance) ", line) and (
+      if re.match(r"python -m crosstask\.(train|eval|infer|embed|relevance|export) ", line) and (
           "--gin_file" in line):
         found.append(line)
   return found
 
 
 def test_every_job_command_parses_and_names_a_task_its_module_registers():
-  """Each train, eval, infer, embed and relevance command of the README parses as its entry
-  point parses it, sets no macro its config leaves unread, and its task is registered by
-  the module it names (the title example once named none: 'No SeqIO task ... 0 are
-  registered'). Nothing is trained: the gin config and the task lookup only."""
+  """Each train, eval, infer, embed, relevance and export command of the README parses as
+  its entry point parses it, sets no macro its config leaves unread, and its task is
+  registered by the module it names (the title example once named none: 'No SeqIO task
+  ... 0 are registered'). Nothing is trained: the gin config and the task lookup only."""
   import importlib  # pylint: disable=g-import-not-at-top
   import shlex  # pylint: disable=g-import-not-at-top
   import gin  # pylint: disable=g-import-not-at-top
@@ -92,7 +92,7 @@ def test_every_job_command_parses_and_names_a_task_its_module_registers():
       gin_utils.parse(files, bindings, search_paths, lock=False)
       gin_utils.check_macros_read(bindings)
       name = gin_utils.query("%MIXTURE_OR_TASK_NAME", None)
-      if name is None:  # embed and relevance read their documents, not a task
+      if name is None:  # embed and relevance read their documents, export no data
         continue
       # Registration is opt-in: a command with no module registers nothing. (Another
       # command's module may have registered the task in this process already.)

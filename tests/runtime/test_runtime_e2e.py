@@ -47,9 +47,14 @@ def test_train_eval_infer(tmp_path):
                 for m in lines if m['step'] == 60) == sorted(
       (m['task'], m.get('fingerprint'), json.dumps(m['metrics'])) for m in in_train)
 
-  # Checkpoint 60 exported as a Hugging Face folder (as a published T5 or LongLM comes):
-  # infer takes the folder itself, as one checkpoint, of step 0 (it records none).
-  hf_folder = _hf_export(model_dir / 'checkpoint_60', tmp_path / 'hf')
+  # The run exported as a Hugging Face folder (its newest checkpoint, to DIR/hf), as a
+  # published T5 or LongLM comes: infer takes the folder itself, as one checkpoint of
+  # step 0 (it records none).
+  export = rs.run([rs.sys.executable, '-m', 'crosstask.export', f'--run_dir={model_dir}'])
+  assert export.returncode == 0, export.stdout[-3000:] + export.stderr[-3000:]
+  hf_folder = model_dir / 'hf'
+  assert export.stdout.strip().endswith(
+      f'checkpoint_60/state (step 60) -> {hf_folder}: config.json, model.safetensors')
   infer_dir = tmp_path / 'infer'
   inf = rs.run([rs.sys.executable, '-m', 'crosstask.infer', f'--gin_file={rs.TINY}',
                 '--gin_file=runs/infer.gin', *rs.task_flags(),
@@ -72,27 +77,10 @@ def test_train_eval_infer(tmp_path):
     assert {r.pop('step') for r in got} == {60} and {r.pop('step') for r in exported} == {0}
     assert got == exported
   # No command printed TensorFlow's start-up lines or SeqIO's warnings.
-  for done in (train, ev, inf, again):
+  for done in (train, ev, export, inf, again):
     assert not rs.noise_in(done.stdout + done.stderr), rs.noise_in(done.stdout + done.stderr)
   # Fine-tuning from a trained checkpoint (its parameters, not its step) is checked end
   # to end, parameter for parameter, by tests/tasks/xbench's meta-train-then-k-shot test.
-
-
-def _hf_export(checkpoint, folder):
-  """The Hugging Face folder of a tiny run's checkpoint (`hf_import.save_hf_checkpoint`)."""
-  import jax
-  from crosstask.models import hf_import
-  from crosstask.runtime.config import model_gin
-  from crosstask.runtime.config import run as run_lib
-  from crosstask.runtime.state import checkpoints
-  try:
-    model = model_gin.model_from_gin(rs.TINY)
-    run = run_lib.resolve(model, batch_size=8, lengths={'inputs': 16, 'targets': 16})
-  finally:
-    gin.clear_config()
-  params = checkpoints.load_params(str(checkpoint), run.abstract_params()[0])
-  return hf_import.save_hf_checkpoint(folder, model.module.config, jax.device_get(params),
-                                      model.input_vocabulary)
 
 
 @pytest.mark.slow

@@ -22,7 +22,8 @@ DEFAULT_SEARCH_PATHS = (str(PACKAGE_DIR / 'gin'), str(PACKAGE_DIR / 't5x_configs
 # Modules whose configurables gin files may name; imported before parsing.
 CONFIGURABLE_MODULES = (
     'crosstask.runtime.jobs.train_lib', 'crosstask.runtime.jobs.eval_lib',
-    'crosstask.runtime.jobs.infer_lib', 'crosstask.runtime.state.optimizers',
+    'crosstask.runtime.jobs.infer_lib', 'crosstask.runtime.jobs.export_lib',
+    'crosstask.runtime.state.optimizers',
     'crosstask.runtime.sharding.partitioning', 'crosstask.runtime.state.checkpoints',
     'crosstask.runtime.data.pipeline', 'crosstask.runtime.state.trainer',
     'crosstask.runtime.config.platform',

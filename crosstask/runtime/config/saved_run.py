@@ -1,4 +1,4 @@
-"""`--run_dir=DIR`: eval and infer take a trained run's own configuration.
+"""`--run_dir=DIR`: eval, infer and export take a trained run's own configuration.
 
 A training run writes its whole gin configuration to DIR/config.gin: the model,
 its vocabulary, the task and its lengths. Eval and infer parse it first, then their
@@ -54,6 +54,7 @@ class JobFiles:
 
 EVAL = JobFiles('runs/eval.gin', 'EVAL_OUTPUT_DIR', 'eval')
 INFER = JobFiles('runs/infer.gin', 'INFER_OUTPUT_DIR', 'infer')
+EXPORT = JobFiles('runs/export.gin', 'EXPORT_DIR', 'hf')
 
 
 def config_file(folder: str | os.PathLike) -> pathlib.Path | None:

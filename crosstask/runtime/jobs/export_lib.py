@@ -1,0 +1,50 @@
+"""`export(...)`: a checkpoint as a Hugging Face folder, the form published T5s come in.
+
+The folder holds `config.json`, `model.safetensors` and, for a SentencePiece model, its
+`spiece.model`: what transformers' `T5ForConditionalGeneration` and `T5Tokenizer` read,
+and what crosstask's own runs take back as `INITIAL_CHECKPOINT_PATH` or `CHECKPOINT_PATH`.
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+import gin
+import jax
+from jax.experimental import multihost_utils
+
+from crosstask.models import hf_import
+from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.jobs import restoring
+from crosstask.runtime.report import console
+from crosstask.runtime.sharding import partitioning
+from crosstask.runtime.state import checkpoints
+
+
+@gin.configurable(module='export_script')
+def export(model: Any = gin.REQUIRED,
+           restore_checkpoint_cfg: checkpoints.RestoreCheckpointConfig = gin.REQUIRED,
+           output_dir: str = gin.REQUIRED,
+           partitioner: partitioning.Partitioner | None = None) -> str:
+  """Writes the newest checkpoint `restore_checkpoint_cfg` selects (a model directory, a
+  step, or a Hugging Face folder) to `output_dir`; returns the folder.
+
+  The parameters are read as eval reads them (shapes and vocabulary checked), gathered
+  to every host, and written by process 0 in float32, one tensor per layer as HF keeps them.
+  """
+  # Parameter shapes depend on neither batch nor lengths; the abstract init needs some.
+  run = run_lib.resolve(model, partitioner, batch_size=1, lengths={'inputs': 1, 'targets': 1},
+                        pads_batch=True)
+  if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is exported: the newest.
+    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
+  (step, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
+  params = checkpoints.load_params(state_dir, run.abstract_params()[0], run.vocabularies)
+  params = multihost_utils.process_allgather(params, tiled=True)  # the global arrays
+  folder = os.path.abspath(output_dir)
+  if jax.process_index() == 0:
+    hf_import.save_hf_checkpoint(folder, run.model.module.config, params,
+                                 run.model.input_vocabulary)
+    console.say(f'{state_dir} (step {step}) -> {folder}: '
+                f'{", ".join(sorted(os.listdir(folder)))}')
+  partitioning.wait_for_all_processes('crosstask_export')
+  return folder
