@@ -121,7 +121,7 @@ def model_vocabulary(path: str | os.PathLike | None = None, extra_ids: int = 0):
   return get(path, extra_ids)
 
 
-def _byte_kind(vocabulary) -> bool:
+def is_byte_kind(vocabulary) -> bool:
   """Bytes, with or without extra ids: seqio's or `plain_vocabularies`'."""
   if isinstance(vocabulary, (plain_vocabularies.Bytes, plain_vocabularies.SentencePiece)):
     return isinstance(vocabulary, plain_vocabularies.Bytes)
@@ -130,7 +130,7 @@ def _byte_kind(vocabulary) -> bool:
 
 
 def is_bytes(vocabulary) -> bool:
-  return _byte_kind(vocabulary) and not vocabulary.extra_ids
+  return is_byte_kind(vocabulary) and not vocabulary.extra_ids
 
 
 def key(vocabulary) -> str:
@@ -141,7 +141,7 @@ def key(vocabulary) -> str:
   """
   extra = int(getattr(vocabulary, "extra_ids", 0) or 0)
   tail = f"_x{extra}" if extra else ""
-  if _byte_kind(vocabulary):
+  if is_byte_kind(vocabulary):
     return BYTES + tail
   path = getattr(vocabulary, "sentencepiece_model_file", None)
   if path is None:

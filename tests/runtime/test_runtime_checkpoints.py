@@ -175,6 +175,8 @@ def test_a_run_checkpoint_loads_only_into_a_model_reading_what_its_run_read(save
                      match=r'trained with bytes \(VOCABULARY_PATH in .*\), but the model reads '
                            r'SentencePiece .*Set --gin.VOCABULARY_PATH="None"'):
     checkpoints.load_params(str(run), abstract, (ours, ours))
+  # The macro says bytes, not how many sentinel ids a model gin put on top.
+  checkpoints.load_params(str(run), abstract, (seqio.ByteVocabulary(extra_ids=4),) * 2)
   # Where the run does not say, or names a model file this machine lacks: not checked.
   for text in ("MODEL_DIR = 'x'\n", "VOCABULARY_PATH = '/nowhere/sp.model'\n"):
     (run / 'config.gin').write_text(text)

@@ -19,6 +19,7 @@ import pathlib
 import re
 from typing import Mapping, Sequence
 
+from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 
 # What a run file resets but the trained run decided: its task, where the task is
@@ -139,12 +140,12 @@ def trained_on(checkpoint_path: str | os.PathLike | None) -> list[str]:
 
 
 def trained_vocabulary(checkpoint_path: str | os.PathLike) -> tuple[str, pathlib.Path] | None:
-  """(VOCABULARY_PATH as the checkpoint's run bound it, 'bytes' for None; its saved
-  configuration), or None where no saved configuration binds the macro."""
+  """(VOCABULARY_PATH as the checkpoint's run bound it, `vocabularies.BYTES` for None; its
+  saved configuration), or None where no saved configuration binds the macro."""
   folder = run_dir_of(checkpoint_path)
   if folder is None:
     return None
   saved = saved_macros(folder)
   if 'VOCABULARY_PATH' not in saved:
     return None
-  return bound(saved, 'VOCABULARY_PATH') or 'bytes', config_file(folder)
+  return bound(saved, 'VOCABULARY_PATH') or vocabularies.BYTES, config_file(folder)
