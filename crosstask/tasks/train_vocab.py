@@ -132,7 +132,26 @@ def train(texts: Iterable[str], output: str, *, vocab_size: int,
       num_threads=os.cpu_count() or 1,
       minloglevel=2,
   )
-  return f"{prefix}.model"
+  model = pathlib.Path(f"{prefix}.model")
+  _forget_where_trained(model)
+  return str(model)
+
+
+def _forget_where_trained(model: pathlib.Path) -> None:
+  """Clears what the model file records of its training run but not of its tokenizing:
+  the output prefix and the thread count.
+
+  Why: task fingerprints hash the model's bytes, so the same text trained into another
+  folder (two `make demo` runs, or the GPU machine's copy of a run) gave another
+  fingerprint, and `crosstask.results` kept two identical runs apart as different task
+  definitions.
+  """
+  from sentencepiece import sentencepiece_model_pb2  # pylint: disable=g-import-not-at-top
+  proto = sentencepiece_model_pb2.ModelProto()
+  proto.ParseFromString(model.read_bytes())
+  proto.trainer_spec.ClearField("model_prefix")
+  proto.trainer_spec.ClearField("num_threads")
+  model.write_bytes(proto.SerializeToString())
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -126,6 +126,18 @@ def test_train_from_text_file_as_subprocess(tmp_path):
   assert "Traceback" not in missing.stderr
 
 
+def test_the_same_text_trains_the_same_model_file_wherever_it_is_written(tmp_path):
+  """A task's fingerprint hashes its vocabulary's bytes: a vocabulary trained again into
+  another folder (another `make demo` output directory) must be the same file."""
+  from crosstask.runtime.predict import fingerprint  # pylint: disable=g-import-not-at-top
+  a, b = (train_vocab.train(ZH * 3 + EN * 3, str(tmp_path / folder / "sp"), vocab_size=450)
+          for folder in ("one", "two/deeper"))
+  assert pathlib.Path(a).read_bytes() == pathlib.Path(b).read_bytes()
+  assert (fingerprint.describe_vocabulary(seqio.SentencePieceVocabulary(a))
+          == fingerprint.describe_vocabulary(seqio.SentencePieceVocabulary(b)))
+  _check_t5_layout(a, pieces=450, extra_ids=4)  # the file still reads as T5X reads it
+
+
 def test_vocabularies_are_named_objects_that_gin_does_not_change(tmp_path):
   import gin  # pylint: disable=g-import-not-at-top
   assert isinstance(vocabularies.get(), seqio.ByteVocabulary)
