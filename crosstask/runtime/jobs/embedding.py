@@ -6,7 +6,6 @@ Texts are sorted by length and padded to a power-of-two bucket, so a long
 abstract does not pad a whole batch of titles and few shapes get compiled.
 """
 
-import dataclasses
 from typing import Any, Sequence
 
 import jax
@@ -25,9 +24,7 @@ def restore_params(run: run_lib.Run, cfg: checkpoints.RestoreCheckpointConfig
                    ) -> tuple[Any, Any, str]:
   """(params, their shardings, state dir) of the newest checkpoint `cfg` selects."""
   abstract, shardings = run.abstract_params()
-  if cfg.mode == 'all':  # One checkpoint is used: the newest.
-    cfg = dataclasses.replace(cfg, mode='latest')
-  (_, state_dir), = restoring.checkpoint_dirs(cfg)
+  _, state_dir = restoring.newest_checkpoint(cfg)
   return checkpoints.load_params(state_dir, abstract, run.vocabularies), shardings, state_dir
 
 

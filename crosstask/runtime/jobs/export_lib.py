@@ -5,7 +5,6 @@ The folder holds `config.json`, `model.safetensors` and, for a SentencePiece mod
 and what crosstask's own runs take back as `INITIAL_CHECKPOINT_PATH` or `CHECKPOINT_PATH`.
 """
 
-import dataclasses
 import os
 from typing import Any
 
@@ -35,9 +34,7 @@ def export(model: Any = gin.REQUIRED,
   # Parameter shapes depend on neither batch nor lengths; the abstract init needs some.
   run = run_lib.resolve(model, partitioner, batch_size=1, lengths={'inputs': 1, 'targets': 1},
                         pads_batch=True)
-  if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is exported: the newest.
-    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (step, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
+  step, state_dir = restoring.newest_checkpoint(restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, run.abstract_params()[0], run.vocabularies)
   params = multihost_utils.process_allgather(params, tiled=True)  # the global arrays
   folder = os.path.abspath(output_dir)

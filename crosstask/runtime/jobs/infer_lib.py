@@ -5,7 +5,6 @@ plain form (`pipeline.plain_task`) through `data.host_inputs` and writes the sam
 the same batches reach the same programs, and the fingerprint is the SeqIO task's.
 """
 
-import dataclasses
 import json
 import os
 from typing import Any, Mapping, NamedTuple
@@ -100,10 +99,7 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
   else:
     plain = _plain_task(job)  # Before the checkpoint is read: a task without one fails now.
   abstract_params, runner = job.inference_runner()
-  restore_checkpoint_cfg = job.restore_checkpoint_cfg
-  if restore_checkpoint_cfg.mode == 'all':  # One checkpoint is inferred from: the newest.
-    restore_checkpoint_cfg = dataclasses.replace(restore_checkpoint_cfg, mode='latest')
-  (step, state_dir), = restoring.checkpoint_dirs(restore_checkpoint_cfg)
+  step, state_dir = restoring.newest_checkpoint(job.restore_checkpoint_cfg)
   params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)

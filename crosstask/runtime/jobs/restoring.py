@@ -107,3 +107,12 @@ def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int,
   if cfg.mode == 'latest':
     steps = steps[-1:]
   return [(s, checkpoints.state_item(path, s)) for s in sorted(steps)]
+
+
+def newest_checkpoint(cfg: checkpoints.RestoreCheckpointConfig) -> tuple[int, str]:
+  """(step, state dir) of the one checkpoint a job that reads one (infer, embed, export)
+  takes from `cfg`: the newest, where mode 'all' selects several."""
+  if cfg.mode == 'all':
+    cfg = dataclasses.replace(cfg, mode='latest')
+  (step, state_dir), = checkpoint_dirs(cfg)
+  return step, state_dir
