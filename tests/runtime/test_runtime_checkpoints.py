@@ -129,6 +129,10 @@ def test_a_hugging_face_folder_loads_only_into_a_model_reading_its_tokenizer(sav
   folder = hf_import.save_hf_checkpoint(tmp_path / 'hf', _config(), state['params'],
                                         plain_vocabularies.get(theirs))
   assert (folder / 'spiece.model').read_bytes() == open(theirs, 'rb').read()
+  # With the fast-tokenizer files AutoTokenizer reads it through (test_hf_tokenizer.py).
+  assert sorted(p.name for p in folder.iterdir()) == [
+      'config.json', 'model.safetensors', 'spiece.model', 'tokenizer.json',
+      'tokenizer_config.json']
   # The same pieces from another path (here the folder's own file) load, as the
   # release's tokenizer copied elsewhere would.
   same = seqio.SentencePieceVocabulary(str(folder / 'spiece.model'))

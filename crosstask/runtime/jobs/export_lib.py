@@ -1,8 +1,9 @@
 """`export(...)`: a checkpoint as a Hugging Face folder, the form published T5s come in.
 
 The folder holds `config.json`, `model.safetensors` and, for a SentencePiece model, its
-`spiece.model`: what transformers' `T5ForConditionalGeneration` and `T5Tokenizer` read,
-and what crosstask's own runs take back as `INITIAL_CHECKPOINT_PATH` or `CHECKPOINT_PATH`.
+`spiece.model` with the `tokenizer.json` that transformers' `AutoTokenizer` reads it
+through: what `T5ForConditionalGeneration` loads, and what crosstask's own runs take back
+as `INITIAL_CHECKPOINT_PATH` or `CHECKPOINT_PATH`.
 """
 
 import os
@@ -13,6 +14,7 @@ import jax
 from jax.experimental import multihost_utils
 
 from crosstask.models import hf_import
+from crosstask.models import hf_tokenizer
 from crosstask.runtime.config import run as run_lib
 from crosstask.runtime.jobs import restoring
 from crosstask.runtime.report import console
@@ -41,7 +43,11 @@ def export(model: Any = gin.REQUIRED,
   if jax.process_index() == 0:
     hf_import.save_hf_checkpoint(folder, run.model.module.config, params,
                                  run.model.input_vocabulary)
-    console.say(f'{state_dir} (step {step}) -> {folder}: '
-                f'{", ".join(sorted(os.listdir(folder)))}')
+    files = sorted(os.listdir(folder))
+    console.say(f'{state_dir} (step {step}) -> {folder}: {", ".join(files)}')
+    if hf_import.TOKENIZER_FILE in files and hf_tokenizer.TOKENIZER_JSON not in files:
+      console.say(f'No {hf_tokenizer.TOKENIZER_JSON}: transformers >= 5, which builds it, is '
+                  f'not installed here. T5Tokenizer reads {hf_import.TOKENIZER_FILE} without '
+                  'its byte fallback (characters outside the pieces become <unk>).')
   partitioning.wait_for_all_processes('crosstask_export')
   return folder
