@@ -3,6 +3,7 @@ crosstask trained with: SentencePiece's own, byte fallback, sentinels and `</s>`
 
 import itertools
 import shutil
+import sys
 import unicodedata
 
 import seqio
@@ -67,3 +68,13 @@ def test_auto_tokenizer_reads_the_csl_vocabulary_as_sentencepiece_on_the_benchma
            for line in itertools.islice(f.open(encoding='utf-8'), 100)]
   assert len(texts) >= 600
   _assert_encodes_as(tokenizer, vocabulary, texts + ['<extra_id_0> 𠀀'])
+
+
+def test_without_transformers_nothing_is_written_and_the_caller_is_told(tmp_path, monkeypatch):
+  # An export on a machine without transformers keeps spiece.model alone; `save` says
+  # so by writing nothing (the export job then prints why).
+  model_file = runtime_helpers.sentencepiece_model(tmp_path / 'trained')
+  monkeypatch.setitem(sys.modules, 'transformers.convert_slow_tokenizer', None)
+  assert not hf_tokenizer.converter_available()
+  assert hf_tokenizer.save(tmp_path, model_file, 100) == [] and not (
+      tmp_path / hf_tokenizer.TOKENIZER_JSON).exists()
