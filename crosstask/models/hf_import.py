@@ -258,15 +258,16 @@ def save_hf_checkpoint(folder: str | pathlib.Path, config: TransformerConfig, pa
                        vocabulary: Any = None) -> pathlib.Path:
   """Writes `config.json` + `model.safetensors` that `load_hf_checkpoint` reads back, and
   `vocabulary`'s SentencePiece model as `spiece.model` where it has one (crosstask then
-  loads the folder only into a model reading the same pieces), with the fast-tokenizer
-  files `AutoTokenizer` reads it through (`hf_tokenizer`: where transformers is installed)."""
+  loads the folder only into a model reading the same pieces), with the tokenizer files
+  `AutoTokenizer` reads it through (`hf_tokenizer`)."""
   import safetensors.numpy  # pylint: disable=g-import-not-at-top
   folder = pathlib.Path(folder)
   folder.mkdir(parents=True, exist_ok=True)
   sentencepiece = getattr(vocabulary, "sentencepiece_model_file", None)
   if sentencepiece is not None:
     shutil.copyfile(sentencepiece, folder / TOKENIZER_FILE)
-    hf_tokenizer.save(folder, sentencepiece, getattr(vocabulary, "extra_ids", 0))
+  if vocabulary is not None:
+    hf_tokenizer.save(folder, vocabulary)
   (folder / "config.json").write_text(json.dumps(hf_config_from(config), indent=2))
   safetensors.numpy.save_file(hf_tensors_from_params(config, params),
                               str(folder / "model.safetensors"), metadata={"format": "pt"})

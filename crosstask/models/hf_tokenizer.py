@@ -1,6 +1,11 @@
-"""A SentencePiece vocabulary as transformers' fast-tokenizer files (`tokenizer.json`).
+"""A model's vocabulary as the tokenizer files transformers' `AutoTokenizer` reads.
 
-Why: transformers 5's `T5Tokenizer` rebuilds its tokenizer from `spiece.model` with byte
+Bytes (seqio's `ByteVocabulary`, no extra ids) are `ByT5Tokenizer`'s layout exactly: pad,
+eos, unk, then the 256 bytes, so `tokenizer_config.json` naming that class is all it takes.
+With extra ids nothing is written: transformers 5's ByT5Tokenizer numbers `<extra_id_N>`
+up from id 259, where seqio numbers them down from the top.
+
+SentencePiece: transformers 5's `T5Tokenizer` rebuilds its tokenizer from `spiece.model` with byte
 fallback switched off, so a character outside the pieces becomes `<unk>` where
 SentencePiece (and so crosstask's training) gives its UTF-8 byte pieces. The files
 written here hold the tokenizer transformers' own converter builds from the model's
@@ -13,6 +18,9 @@ as written and encodes as SentencePiece does.
 import json
 import os
 import pathlib
+from typing import Any
+
+from crosstask import vocabularies
 
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -30,8 +38,38 @@ def converter_available() -> bool:
   return hasattr(SpmConverter, "build_tokenizer_from_spm_proto")  # transformers >= 5
 
 
-def save(folder: str | os.PathLike, model_file: str | os.PathLike,
-         extra_ids: int = 0) -> list[str]:
+def save(folder: str | os.PathLike, vocabulary: Any) -> list[str]:
+  """Writes `vocabulary`'s tokenizer files into `folder`; returns the names written (none
+  where `missing_because` gives a reason)."""
+  if missing_because(vocabulary):
+    return []
+  model_file = getattr(vocabulary, "sentencepiece_model_file", None)
+  if model_file is not None:
+    return save_sentencepiece(folder, model_file, vocabulary.extra_ids)
+  config = {"tokenizer_class": "ByT5Tokenizer", "extra_ids": 0, "eos_token": "</s>",
+            "unk_token": "<unk>", "pad_token": "<pad>"}
+  (pathlib.Path(folder) / TOKENIZER_CONFIG).write_text(json.dumps(config, indent=2))
+  return [TOKENIZER_CONFIG]
+
+
+def missing_because(vocabulary: Any) -> str | None:
+  """Why `save` writes no tokenizer for `vocabulary`, or None where it writes one."""
+  if getattr(vocabulary, "sentencepiece_model_file", None) is not None:
+    if not converter_available():
+      return ("transformers >= 5, which builds tokenizer.json, is not installed here; "
+              "T5Tokenizer reads spiece.model without its byte fallback (characters "
+              "outside the pieces become <unk>)")
+    return None
+  if vocabularies.is_byte_kind(vocabulary):
+    if vocabulary.extra_ids:
+      return (f"transformers' ByT5Tokenizer numbers the {vocabulary.extra_ids} <extra_id_N> "
+              "up from id 259, seqio down from the top: only bytes without extra ids match")
+    return None
+  return f"no tokenizer files for a {type(vocabulary).__name__}"
+
+
+def save_sentencepiece(folder: str | os.PathLike, model_file: str | os.PathLike,
+                       extra_ids: int = 0) -> list[str]:
   """Writes `tokenizer.json` and `tokenizer_config.json` for `model_file` plus `extra_ids`
   sentinels into `folder`; returns the names written (none where transformers >= 5 is
   not installed: see `converter_available`)."""

@@ -10,6 +10,7 @@ import seqio
 import transformers
 
 import runtime_helpers
+from crosstask import plain_vocabularies
 from crosstask.models import hf_import
 from crosstask.models import hf_tokenizer
 
@@ -22,9 +23,13 @@ TEXTS = ("abcd efgh ijab", "  two  spaces,\ta tab and\nA newline ", "中文，�
 def _exported(folder, vocabulary):
   """The tokenizer files an export writes, in `folder`, as AutoTokenizer loads them."""
   folder.mkdir()
-  shutil.copyfile(vocabulary.sentencepiece_model_file, folder / hf_import.TOKENIZER_FILE)
-  written = hf_tokenizer.save(folder, vocabulary.sentencepiece_model_file, vocabulary.extra_ids)
-  assert written == [hf_tokenizer.TOKENIZER_JSON, hf_tokenizer.TOKENIZER_CONFIG]
+  (folder / 'config.json').write_text('{"model_type": "t5"}')
+  model_file = getattr(vocabulary, 'sentencepiece_model_file', None)
+  if model_file:
+    shutil.copyfile(model_file, folder / hf_import.TOKENIZER_FILE)
+  written = hf_tokenizer.save(folder, vocabulary)
+  assert written == ([hf_tokenizer.TOKENIZER_JSON, hf_tokenizer.TOKENIZER_CONFIG] if model_file
+                     else [hf_tokenizer.TOKENIZER_CONFIG])
   return transformers.AutoTokenizer.from_pretrained(str(folder))
 
 
@@ -70,11 +75,25 @@ def test_auto_tokenizer_reads_the_csl_vocabulary_as_sentencepiece_on_the_benchma
   _assert_encodes_as(tokenizer, vocabulary, texts + ['<extra_id_0> 𠀀'])
 
 
-def test_without_transformers_nothing_is_written_and_the_caller_is_told(tmp_path, monkeypatch):
-  # An export on a machine without transformers keeps spiece.model alone; `save` says
-  # so by writing nothing (the export job then prints why).
-  model_file = runtime_helpers.sentencepiece_model(tmp_path / 'trained')
+def test_a_bytes_model_exports_byt5s_tokenizer_which_reads_as_seqios_bytes(tmp_path):
+  # crosstask's default vocabulary: ByT5's layout (pad, eos, unk, then the 256 bytes).
+  vocabulary = seqio.ByteVocabulary()
+  tokenizer = _exported(tmp_path / 'hf', vocabulary)
+  assert type(tokenizer).__name__ == 'ByT5Tokenizer' and len(tokenizer) == 259
+  _assert_encodes_as(tokenizer, vocabulary, TEXTS)
+  # With extra ids the two number the sentinels from opposite ends: nothing is written.
+  with_sentinels = seqio.ByteVocabulary(extra_ids=4)
+  assert hf_tokenizer.save(tmp_path, with_sentinels) == []
+  assert 'up from id 259' in hf_tokenizer.missing_because(with_sentinels)
+
+
+def test_without_transformers_nothing_is_written_and_the_reason_is_given(tmp_path, monkeypatch):
+  # An export on a machine without transformers keeps spiece.model alone; the export
+  # job prints `missing_because`.
+  vocabulary = plain_vocabularies.get(runtime_helpers.sentencepiece_model(tmp_path / 'trained'))
+  assert hf_tokenizer.missing_because(vocabulary) is None
   monkeypatch.setitem(sys.modules, 'transformers.convert_slow_tokenizer', None)
   assert not hf_tokenizer.converter_available()
-  assert hf_tokenizer.save(tmp_path, model_file, 100) == [] and not (
+  assert hf_tokenizer.save(tmp_path, vocabulary) == [] and not (
       tmp_path / hf_tokenizer.TOKENIZER_JSON).exists()
+  assert 'without its byte fallback' in hf_tokenizer.missing_because(vocabulary)

@@ -6,6 +6,7 @@ import re
 import gin
 import jax
 import pytest
+import transformers
 
 import runtime_subprocess as rs
 from crosstask import vocabularies
@@ -53,8 +54,8 @@ def test_train_eval_infer(tmp_path):
   export = rs.run([rs.sys.executable, '-m', 'crosstask.export', f'--run_dir={model_dir}'])
   assert export.returncode == 0, export.stdout[-3000:] + export.stderr[-3000:]
   hf_folder = model_dir / 'hf'
-  assert export.stdout.strip().endswith(
-      f'checkpoint_60/state (step 60) -> {hf_folder}: config.json, model.safetensors')
+  assert export.stdout.strip().endswith(f'checkpoint_60/state (step 60) -> {hf_folder}: '
+                                        'config.json, model.safetensors, tokenizer_config.json')
   infer_dir = tmp_path / 'infer'
   inf = rs.run([rs.sys.executable, '-m', 'crosstask.infer', f'--gin_file={rs.TINY}',
                 '--gin_file=runs/infer.gin', *rs.task_flags(),
@@ -65,6 +66,10 @@ def test_train_eval_infer(tmp_path):
   assert len(rows) == 16  # One line per validation example.
   assert rows[0]['inputs'].startswith('reverse ') and isinstance(rows[0]['score'], float)
   assert set(rows[0]) >= {'inputs', 'targets', 'prediction', 'score'}
+  # transformers reads the folder whole: the run's bytes are ByT5's tokenizer.
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf_folder))
+  assert tokenizer(rows[0]['inputs']).input_ids == [
+      3 + b for b in rows[0]['inputs'].encode()] + [1]
 
   # And infer, given the run's directory and only what changes, gives from checkpoint 60
   # what the fully configured command gave from its export, step apart.

@@ -1,9 +1,9 @@
 """`export(...)`: a checkpoint as a Hugging Face folder, the form published T5s come in.
 
-The folder holds `config.json`, `model.safetensors` and, for a SentencePiece model, its
-`spiece.model` with the `tokenizer.json` that transformers' `AutoTokenizer` reads it
-through: what `T5ForConditionalGeneration` loads, and what crosstask's own runs take back
-as `INITIAL_CHECKPOINT_PATH` or `CHECKPOINT_PATH`.
+The folder holds `config.json`, `model.safetensors` and the tokenizer files
+transformers' `AutoTokenizer` reads (for a SentencePiece model its `spiece.model` and
+`tokenizer.json`): what `T5ForConditionalGeneration` loads, and what crosstask's own runs
+take back as `INITIAL_CHECKPOINT_PATH` or `CHECKPOINT_PATH`.
 """
 
 import os
@@ -45,9 +45,8 @@ def export(model: Any = gin.REQUIRED,
                                  run.model.input_vocabulary)
     files = sorted(os.listdir(folder))
     console.say(f'{state_dir} (step {step}) -> {folder}: {", ".join(files)}')
-    if hf_import.TOKENIZER_FILE in files and hf_tokenizer.TOKENIZER_JSON not in files:
-      console.say(f'No {hf_tokenizer.TOKENIZER_JSON}: transformers >= 5, which builds it, is '
-                  f'not installed here. T5Tokenizer reads {hf_import.TOKENIZER_FILE} without '
-                  'its byte fallback (characters outside the pieces become <unk>).')
+    missing = hf_tokenizer.missing_because(run.model.input_vocabulary)
+    if missing:
+      console.say(f'No tokenizer files for AutoTokenizer: {missing}.')
   partitioning.wait_for_all_processes('crosstask_export')
   return folder
