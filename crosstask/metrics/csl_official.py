@@ -193,13 +193,14 @@ def rouge_l_csl(targets: Sequence[str], predictions: Sequence[str], *,
                                       vocab_file, gold_max_tokens)
     ref = " ".join(tokens)
     hyp = spaced(_checks.check_text(prediction, "rouge_l_csl", "predictions", i), vocab_file)
-    if not pypi_rouge.has_sentences(ref):
-      raise ValueError(f"rouge_l_csl: targets[{i}]={target!r} has no tokens to score against")
     # The official reference is the label's tokens joined by spaces up to " [SEP]", that
     # space kept: after a last "." token the package finds one more sentence, the empty
-    # word, and the reference one more unigram ("a model ." against "a model": 80, not 100).
+    # word, and the reference one more unigram ("a model ." against "a model": 80, not 100;
+    # a gold "." alone is that empty sentence, and scores 0).
     if sep_follows:
       ref += " "
+    if not pypi_rouge.has_sentences(ref):
+      raise ValueError(f"rouge_l_csl: targets[{i}]={target!r} has no tokens to score against")
     # The official script crashes on a prediction the package finds no sentence
     # in; crosstask scores it 0. Dots with spaces between (". . .") are sentences
     # of one empty word to the package, and it scores them.

@@ -9,6 +9,7 @@ import pytest
 
 from crosstask import metrics as ev
 from crosstask.metrics import csl_official as off
+from crosstask.metrics import pypi_rouge
 
 
 def _independent_tokens(text, uer=False):
@@ -132,8 +133,13 @@ def test_small_cases():
   # "..." is ". . ." once tokenized: two sentences of one empty word to the
   # `rouge` package, which match the reference's empty words (P 1, R 1/4).
   assert ev.rouge_l_csl(["省略...号"], ["..."])["rougeL"] == pytest.approx(40, abs=1e-5)
+  # A gold "." alone is, with the space kept before [SEP], one empty sentence to the
+  # package: the script scores it 0 (as the package does), and so does crosstask. Cut to
+  # its "." by the script's target length, no space follows, and the package (so the
+  # script) raises: so does crosstask, naming the target.
+  assert ev.rouge_l_csl([" . "], ["x"])["rougeL"] == 0.0 == pypi_rouge.rouge_l_f("x", ". ")
   with pytest.raises(ValueError, match="targets\\[0\\]"):
-    ev.rouge_l_csl([" . "], ["x"])
+    ev.rouge_l_csl([". x"], ["x"], gold_max_tokens=1)
   # The reference keeps the space the script leaves before [SEP]: after a last "." the
   # package finds one more sentence, the empty word, so "a model . " holds 3 unigrams
   # (R 2/3, P 1) and a copy of "深度学习方法." recalls 6 of 7 (F 12/13).
