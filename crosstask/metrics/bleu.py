@@ -25,7 +25,8 @@ def bleu(
   points to): per example, one reference, uniform 4-gram weights,
   `SmoothingFunction().method1` (epsilon 0.1 added to zero n-gram matches),
   brevity penalty; an example whose prediction is blank scores 0 and still counts
-  in the mean. Not corpus BLEU (sacrebleu) as T5X reports.
+  in the mean (a blank target is scored as bert4keras splits it). Not corpus BLEU
+  (sacrebleu) as T5X reports.
 
   Tokens: "bert4keras" (default: exactly bert4keras's `' '.join(text).lower()
   .split(' ')`, every character a token, punctuation and the empty strings each space
@@ -40,7 +41,11 @@ def bleu(
   for i, (target, prediction) in enumerate(zip(targets, predictions)):
     reference = fn(_checks.check_text(target, "bleu", "targets", i))
     hypothesis = fn(_checks.check_text(prediction, "bleu", "predictions", i))
-    if not prediction.strip() or not any(reference) or not any(hypothesis):
+    if not prediction.strip():
+      continue
+    # bert4keras scores whatever its split gives, a blank target's empty strings too
+    # (the empty tokens of each space then match: "" against " a" is 11.36).
+    if tokenizer != "bert4keras" and not (reference and hypothesis):
       continue
     with warnings.catch_warnings():
       warnings.simplefilter("ignore")  # nltk warns on zero higher-order matches.

@@ -101,6 +101,11 @@ def test_bleu_default_is_bert4keras_evaluate_spaces_included():
                                   smoothing_function=bleu_score.SmoothingFunction().method1)
   assert ev.bleu([ref], [hyp])["bleu"] == pytest.approx(100 * want)
   assert ev.bleu([ref], [hyp])["bleu"] == pytest.approx(61.5, abs=0.1)
+  # A blank target too is scored as bert4keras splits it: [''] against " a"'s
+  # ['', '', 'a'] matches one empty token (its Evaluate skips blank predictions only).
+  blank = bleu_score.sentence_bleu([" ".join("").split(" ")], " ".join(" a").split(" "),
+                                   smoothing_function=bleu_score.SmoothingFunction().method1)
+  assert ev.bleu([""], [" a"])["bleu"] == pytest.approx(100 * blank) == pytest.approx(11.36, abs=0.01)
 
 
 # --- keywords ---------------------------------------------------------------
