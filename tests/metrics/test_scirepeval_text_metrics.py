@@ -31,12 +31,17 @@ def test_multi_label_macro_f1_over_all_columns():
   assert got == {"f1_macro": pytest.approx(100 * want)}
 
 
-def test_kendall_tau_parses_numbers_and_fills_failures_with_the_median():
-  got = tm.kendall_tau(["1", "2", "3", "4"], ["0.5", "about 2.5", "n/a", "9e0"])
-  want = stats.kendalltau([1, 2, 3, 4], [0.5, 2.5, 2.5, 9.0])[0]
-  assert got == {"kendalltau": pytest.approx(100 * want), "parse_failures": 1.0}
+def test_kendall_tau_parses_with_float_and_fills_failures_with_the_given_median():
+  # "about 2.5" is no number to float(); "nan" no finite one: both take the fill.
+  got = tm.kendall_tau(2.0)(["1", "2", "3", "4", "5"], [" 0.5 ", "about 2.5", "n/a", "9e0", "nan"])
+  want = stats.kendalltau([1, 2, 3, 4, 5], [0.5, 2.0, 2.0, 9.0, 2.0])[0]
+  assert got == {"kendalltau": pytest.approx(100 * want), "parse_failures": 3.0}
+  # A callable fill is called only when a prediction fails.
+  def unread():
+    raise AssertionError("read although every prediction parsed")
+  assert tm.kendall_tau(unread)(["1", "2"], ["1", "2"])["kendalltau"] == pytest.approx(100)
   with pytest.warns(UserWarning, match="NaN"):
-    assert math.isnan(tm.kendall_tau(["1", "2"], ["x", "y"])["kendalltau"])
+    assert math.isnan(tm.kendall_tau(0.0)(["1", "2"], ["x", "y"])["kendalltau"])
 
 
 def test_yes_no_accuracy_and_length_check():

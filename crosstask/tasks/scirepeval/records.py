@@ -15,6 +15,7 @@ per query (positives cycled), as the official IR training dataset.
 from __future__ import annotations
 
 import pathlib
+import statistics
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,6 +66,15 @@ def _probe_records(task: text.TextTask, split: str) -> Iterator[dict[str, Any]]:
   for paper_id, label in rows:
     if paper_id in meta:  # As the official probes: papers without text are skipped.
       yield {**meta[paper_id], "label": label}
+
+
+def probe_train_median(task: text.TextTask) -> float:
+  """The median label of a regression task's probe `train` split: what the spec fills
+  an unparsable prediction with."""
+  labels = [float(r["label"]) for r in _probe_records(task, "train")]
+  if not labels:
+    raise ValueError(f"{task.name}: the probe train split has no labelled paper")
+  return statistics.median(labels)
 
 
 def training_pairs(row: dict[str, Any], limit: int = MAX_TRAINING_PAIRS

@@ -32,7 +32,7 @@ def metric_fns(task: text.TextTask) -> list:
   if task.kind == "binary":
     return [text_metrics.label_f1((text.YES, text.NO), average="binary")]
   if task.kind == "number":
-    return [text_metrics.kendall_tau]
+    return [text_metrics.kendall_tau(functools.partial(records.probe_train_median, task))]
   return [text_metrics.yes_no_accuracy]
 
 

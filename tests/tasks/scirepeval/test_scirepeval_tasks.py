@@ -88,6 +88,24 @@ def test_out_of_train_test_splits(fixture_root, key, keys):
   assert scores.get("invalid", 0) == 0 and scores.get("parse_failures", 0) == 0
 
 
+def test_an_unparsable_number_takes_the_probe_train_median(fixture_root):
+  # The spec's rule: `float()` of the prediction, else the probe train split's median
+  # label (tweet_mentions' train.csv: 0.5 and 0.25), counted in parse_failures.
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  [metric] = seqio.get_mixture_or_task("scirepeval_tweet_mentions").metric_fns
+  targets, predictions = ["0.75", "0.1", "0.3"], ["0.7", "about 0.2", "0.5"]
+  with paths.use_data_dir(fixture_root):
+    got = metric(targets, predictions)
+  assert got == {"kendalltau": pytest.approx(100 * stats.kendalltau(
+      [0.75, 0.1, 0.3], [0.7, 0.375, 0.5])[0]), "parse_failures": 1.0}
+  # The train split is read only when a prediction fails to parse; then a missing file
+  # is named.
+  with paths.use_data_dir(fixture_root / "empty"):
+    assert metric(targets, ["0.7", "0.2", "0.5"])["parse_failures"] == 0.0
+    with pytest.raises(FileNotFoundError, match="tweet_mentions/train.csv"):
+      metric(targets, predictions)
+
+
 def test_missing_split_file_is_named(tmp_path):
   task = seqio.get_mixture_or_task("scirepeval_fos")
   with paths.use_data_dir(tmp_path):
