@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 from crosstask import records
+from crosstask.plain_vocabularies import EOS_ID
 from crosstask.text import feature_text
 from crosstask import tracing
 from crosstask.runtime.data import pipeline as data
@@ -24,12 +25,17 @@ def has_labels(examples: Iterable[Mapping]) -> bool:
   """Whether a split's examples carry labels: a non-blank target, or, for rank
   classification (`rank_correct`), an option marked right. Stops at the first that does,
   so a labelled split costs one example. CLUE's, FewCLUE's and NLPCC's test splits do not
-  (empty targets): scored, they would read as 0 where nothing was measured."""
+  (empty targets): scored, they would read as 0 where nothing was measured. A task whose
+  preprocessors build the targets from tokens keeps no target text (LongLM's pretraining
+  objectives): a token past pad and EOS (ids 0 and 1 in T5's layout) is its label."""
   for ex in examples:
     if 'rank_correct' in ex:
       if feature_text(ex['rank_correct']) == '1':
         return True
-    elif 'targets_pretokenized' in ex and feature_text(ex['targets_pretokenized']).strip():
+    elif 'targets_pretokenized' in ex:
+      if feature_text(ex['targets_pretokenized']).strip():
+        return True
+    elif 'targets' in ex and np.any(np.asarray(ex['targets']) > EOS_ID):
       return True
   return False
 

@@ -84,3 +84,18 @@ def test_seqio_evaluator_reports_table9_metrics(cn_vocab):
   assert result["bleu-3"] == pytest.approx(100.0)
   # Unsmoothed BLEU-4 of a target with fewer than 4 jieba words is ~0, even against itself.
   assert 0.0 < result["bleu-4"] <= 100.0
+
+
+def test_the_runs_evaluator_takes_the_pretraining_mixture(cn_vocab, tmp_path):
+  # The targets are built from tokens (no target text): the labels check reads the tokens.
+  # It had refused the shipped runs/pretrain_longlm.gin at its first evaluation ("split
+  # 'validation' carries no labels").
+  from crosstask.runtime.data import pipeline  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.predict import evaluation  # pylint: disable=g-import-not-at-top
+  cfg = pipeline.DatasetConfig(cn_vocab(PT.MIXTURE), {"inputs": 64, "targets": 64},
+                               "validation", 8, False, 0, module="crosstask.tasks.lot")
+  evaluator = evaluation.Evaluator(cfg, str(tmp_path), num_examples=4)
+  assert sorted(evaluator.fingerprints) == sorted(
+      cn_vocab(t) for t in (PT.INFILL_TASK, PT.CONTINUATION_TASK))
+  # A split of empty targets still reads as unlabelled: EOS alone is no label.
+  assert not evaluation.has_labels([{"targets": np.array([1])}, {"targets": np.array([])}])
