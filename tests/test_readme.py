@@ -2,10 +2,13 @@
 reads a split the quick start's run has."""
 
 import re
+import subprocess
+import sys
 
 import numpy as np
 import seqio
 
+import runtime_subprocess
 from crosstask import paths
 
 README = paths.SAMPLE_DIR.parents[2] / "README.md"
@@ -21,11 +24,20 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   (tmp_path / "train.tsv").write_text("深度学习\t模型\n图像识别\t方法\n", encoding="utf-8")
   (tmp_path / "dev.tsv").write_text("图像识别方法研究\t图像识别\n", encoding="utf-8")
+  snippet = _snippet("### Adding a task or mixture")
+  # As a run imports it (MIXTURE_OR_TASK_MODULE='my_tasks'), in a fresh process: only
+  # what the snippet imports is registered (it once named a CSL task it never imported).
+  (tmp_path / "my_tasks.py").write_text(snippet, encoding="utf-8")
+  fresh = subprocess.run(
+      [sys.executable, "-c", "import my_tasks, seqio; print(sorted(t.name for t in "
+       "seqio.get_mixture_or_task('my_mixture').tasks))"],
+      cwd=tmp_path, env=runtime_subprocess.env(), capture_output=True, text=True, timeout=300)
+  assert fresh.returncode == 0, fresh.stderr[-3000:]
+  assert fresh.stdout.strip() == "['csl_zh_abstract_to_title', 'my_title_task']"
   for name in ("my_title_task", "my_mixture"):
     seqio.TaskRegistry.remove(name)
     seqio.MixtureRegistry.remove(name)
-  import crosstask.tasks.csl  # noqa: F401  (the mixture names a CSL task)
-  exec(_snippet("### Adding a task or mixture"), {})  # pylint: disable=exec-used
+  exec(snippet, {})  # pylint: disable=exec-used
 
   task = seqio.get_mixture_or_task("my_title_task")
   ex = next(task.get_dataset({"inputs": 32, "targets": 16}, split="validation",
