@@ -41,6 +41,9 @@ class Run:
   # (`intervals.with_intervals`), what a benchmark aggregate's joint interval is drawn from.
   replicates: dict[tuple[str, str], dict[str, np.ndarray]] = dataclasses.field(
       default_factory=dict)
+  # Records of one (task, split) and step that give other numbers (a beam-search eval of
+  # the step training evaluated greedily): the table shows the newest, and says so.
+  disagreements: list[str] = dataclasses.field(default_factory=list)
 
   @property
   def has_config(self) -> bool:
@@ -127,13 +130,21 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
   files = [path] if path.is_file() else sorted(path.rglob(R.FILENAME))
   if not files:
     raise FileNotFoundError(f"no {R.FILENAME} under {path}")
+  # Oldest file first, so that at one step the newest measurement is the one kept (and,
+  # within a file, its last line: a re-score).
+  files.sort(key=lambda f: (f.stat().st_mtime, str(f)))
   chosen: dict[tuple[str, str], R.Record] = {}
+  by_file: dict[tuple[str, str], dict[str, R.Record]] = {}  # the chosen step's, per file
   for record in R.read_many(files):
     key = (record.task, record.split or "?")
     if step is not None and record.step != step:
       continue
-    if key not in chosen or record.step >= chosen[key].step:
-      chosen[key] = record
+    if key not in chosen or record.step > chosen[key].step:
+      by_file[key] = {}
+    elif record.step < chosen[key].step:
+      continue
+    chosen[key] = record
+    by_file[key][record.where.rpartition(":")[0]] = record
   folder = path.parent if path.is_file() else path
   texts = _config_texts(folder)
   model_lines = [m for text in texts for line in text.splitlines()
@@ -145,7 +156,32 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
   if seed is None:
     found = _int_binding(texts, "random_seed")
     seed = None if found is None else str(found)
-  return Run(folder, chosen, seed, _model_label(texts), config_key, macros)
+  return Run(folder, chosen, seed, _model_label(texts), config_key, macros,
+             disagreements=[_disagreement(list(kept.values()), folder)
+                            for kept in by_file.values()
+                            if len({tuple(sorted(r.metrics.items())) for r in kept.values()}) > 1])
+
+
+def _disagreement(records: Sequence[R.Record], folder: pathlib.Path) -> str:
+  """"task (split) @step: metric 4.71 (eval/metrics.jsonl:3) vs 5.15 (...), newest shown"
+  for one step's last record in each file, oldest file first (within a file a later
+  line is a re-score and replaces the earlier)."""
+  shown = records[-1]
+  metric = next((m for m in shown.metrics
+                 if any(r.metrics.get(m) != shown.metrics[m] for r in records)),
+                next(iter(shown.metrics), "?"))
+
+  def where(r: R.Record) -> str:
+    file, _, line = r.where.rpartition(":")
+    try:
+      file = str(pathlib.Path(file).relative_to(folder))
+    except ValueError:
+      pass
+    return f"{file}:{line}" if line else file
+  values = " vs ".join(f"{r.metrics.get(metric, float('nan')):.2f} ({where(r)})"
+                       for r in reversed(records))
+  return (f"{shown.task} ({shown.split or '?'}) @{shown.step}: {metric} {values}; "
+          "the first, the newest, is shown")
 
 
 def label_of(paths: Sequence[pathlib.Path]) -> str:
@@ -172,4 +208,4 @@ def merge_runs(runs: Sequence[Run]) -> Run:
   seeds = {run.seed for run in runs}
   return Run(pathlib.Path(label_of([run.path for run in runs])), chosen,
              seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key,
-             runs[0].macros, replicates)
+             runs[0].macros, replicates, [d for run in runs for d in run.disagreements])

@@ -127,6 +127,11 @@ class Table:
     return [f"{name} {metric} ({split})".replace("  ", " ")
             for name, metric, split in sorted(_duplicate_names(self.columns))]
 
+  def disagreements(self) -> list[str]:
+    """Measurements of one step that differ within a run (`runs.Run.disagreements`)."""
+    return [f"{row.label}: {d}" for row in self.rows for run in row.runs
+            for d in run.disagreements]
+
   def markdown(self, floatfmt: str = ".2f") -> str:
     headers = self.headers()
     lines = ["| run | model | seeds | " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
@@ -141,6 +146,7 @@ class Table:
       lines.append(f"| {row.label} | {row.model} | {seeds} | " + " | ".join(cells) + " |")
     notes = [f"Different task definitions, kept apart: {', '.join(self.conflicts())}."
              ] if self.conflicts() else []
+    notes += [f"Two measurements of one step differ in {d}." for d in self.disagreements()]
     notes += [f"No 95% interval in {', '.join(rows)}: {reason}."
               for reason, rows in self.without_interval().items()]
     return "\n".join(lines + ([""] + notes if notes else []))
@@ -177,7 +183,8 @@ class Table:
     rows = [{"run": r.label, "model": r.model, "seeds": r.seeds, "paper": r.paper,
              "cells": {h: r.cells[c] for h, c in zip(self.headers(), self.columns)
                        if c in r.cells}} for r in self.rows]
-    return {"columns": columns, "rows": rows, "conflicts": self.conflicts()}
+    return {"columns": columns, "rows": rows, "conflicts": self.conflicts(),
+            "disagreements": self.disagreements()}
 
 
 def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,

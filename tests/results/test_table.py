@@ -83,6 +83,34 @@ def test_different_task_definitions_are_never_pooled(tmp_path):
   assert "@10" in result.markdown()  # one step for the whole column: in its header
 
 
+def test_two_measurements_of_one_step_show_the_newest_and_say_so(tmp_path):
+  # Training evaluated step 300 greedily; a later `crosstask.eval --run_dir` with beam
+  # search wrote another number for the same step. The table had kept whichever file
+  # sorted last ('inference_eval' after 'eval'): the training number, silently.
+  import os  # pylint: disable=g-import-not-at-top
+  task = "csl_zh_abstract_to_title"
+  run = _run(tmp_path, "title", 0, [(300, task, {"rougeL": 5.15}, "aaaa0000")])
+  (run / "eval").mkdir()
+  records.append(run / "eval", [records.Record(300, task, {"rougeL": 4.71}, fingerprint="aaaa0000",
+                                               source="eval", split="validation")])
+  os.utime(run / "inference_eval" / records.FILENAME, (1, 1))  # the older file
+  result = table.build([run])
+  (column,) = result.columns
+  assert result.rows[0].cells[column]["mean"] == 4.71
+  [note] = result.disagreements()
+  assert note == (f"title: {task} (validation) @300: rougeL 4.71 (eval/metrics.jsonl:1) vs "
+                  "5.15 (inference_eval/metrics.jsonl:1); the first, the newest, is shown")
+  assert f"Two measurements of one step differ in {note}." in result.markdown()
+  assert result.json()["disagreements"] == [note]
+  # Written the other way round, the training number is the newest, and shown.
+  os.utime(run / "eval" / records.FILENAME, (0, 0))
+  assert table.build([run]).rows[0].cells[column]["mean"] == 5.15
+  # The same numbers twice (a re-score) are no disagreement.
+  records.append(run / "eval", [records.Record(300, task, {"rougeL": 5.15}, fingerprint="aaaa0000",
+                                               source="eval", split="validation")])
+  assert not table.build([run]).disagreements()
+
+
 def test_prompt_variants_score_as_mean_and_spread(tmp_path):
   run = _run(tmp_path, "r", 0, [(5, "fewclue_bustm.p0", {"accuracy": 50.0}, "aaaaaaaa"),
                                 (5, "fewclue_bustm.p1", {"accuracy": 70.0}, "bbbbbbbb"),
