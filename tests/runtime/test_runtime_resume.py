@@ -72,6 +72,7 @@ def test_killed_and_preempted_runs_resume_to_the_uninterrupted_result(tmp_path, 
   assert 6 <= stopped < STEPS, 'SIGTERM came too late to test resuming'
   assert [p.name for p in preempted.glob('checkpoint_*')] == [f'checkpoint_{stopped}']
   assert 'Rerun the same command to continue' in out
+  assert 'In call to configurable' not in out  # gin's note, with a function's address
 
   resumed = [rs.start(rs.train_cmd(d, STEPS, *flags), tmp_path / f'{d.name}.resumed.log')
              for d, flags in ((killed, with_period), (preempted, no_period))]

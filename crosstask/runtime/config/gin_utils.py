@@ -317,7 +317,7 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
       raise SystemExit(2)
     from crosstask.runtime.report import faults  # What a run meets, said without a traceback.
     if isinstance(e, faults.Preempted):
-      console.say(str(e))
+      console.say(console.without_gin_call_notes(str(e)))
       raise SystemExit(faults.PREEMPTED_EXIT_CODE)
     # A missing data or checkpoint file: its message names the path (--verbose: traceback).
     if isinstance(e, faults.EXPECTED_FAULTS) or (isinstance(e, FileNotFoundError)

@@ -54,4 +54,9 @@ def error(message: str) -> None:
   Without gin's notes ("In call to configurable 'train' (<function train at 0x7f...>)"):
   the message already names what is wrong, and the addresses mean nothing to a user.
   """
-  print(f'ERROR: {_GIN_CALL_NOTE.sub("", message)}', file=sys.stderr, flush=True)
+  print(f'ERROR: {without_gin_call_notes(message)}', file=sys.stderr, flush=True)
+
+
+def without_gin_call_notes(message: str) -> str:
+  """`message` less the lines gin appended as the error left each configurable."""
+  return _GIN_CALL_NOTE.sub("", message)
