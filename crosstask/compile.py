@@ -58,9 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
   argv = [a for a in argv if a != '--verbose']
   from crosstask import startup  # pylint: disable=g-import-not-at-top
   startup.quiet_startup(verbose)
-  # A compile for named TPU devices needs no accelerator: keep JAX on the CPU.
+  # A compile for named TPU devices needs no accelerator: keep JAX on the CPU. For this
+  # machine's devices, libtpu starts only where a TPU is attached (else it warns).
   if not any(a.startswith('--topology=local') for a in argv):
     os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+  else:
+    from crosstask.runtime.config import platform  # pylint: disable=g-import-not-at-top
+    platform.keep_jax_off_absent_tpus(platform.backend_from_environment())
   # pylint: disable-next=g-import-not-at-top
   from crosstask.runtime.config import gin_utils
   from crosstask.runtime.jobs import aot

@@ -3,6 +3,7 @@
 import gc
 import json
 import logging
+import re
 import subprocess
 import sys
 
@@ -58,6 +59,27 @@ def test_the_parameter_count_command_prints_only_its_count():
   assert done.returncode == 0, done.stderr[-3000:]
   assert done.stderr == "" and done.stdout.splitlines() == [
       "crosstask/gin/t5_1_1/tiny.gin: 4,310,016 parameters (4.3M)"], done.stderr[-3000:]
+  usage = subprocess.run([sys.executable, "-m", "crosstask.runtime.config.model_gin", "--help"],
+                         cwd=rs.REPO, env=env, capture_output=True, text=True, timeout=300)
+  assert usage.returncode == 0 and usage.stdout.startswith(
+      "usage: python -m crosstask.runtime.config.model_gin"), usage.stderr[-3000:]
+
+
+def test_the_compile_command_for_this_machine_prints_no_libtpu_search():
+  """`crosstask.compile --topology=local` as a user runs it (JAX_PLATFORMS unset): it
+  compiles for this machine's devices, so it starts JAX's backends; libtpu only where a
+  TPU is attached. Its decoding report says which parameters its programs hold."""
+  env = rs.env()
+  env.pop("JAX_PLATFORMS")
+  done = subprocess.run([sys.executable, "-m", "crosstask.compile",
+                         "--gin_file=t5_1_1/tiny.gin", "--topology=local", "--step=infer",
+                         "--gin.BATCH_SIZE=8",
+                         "--gin.TASK_FEATURE_LENGTHS={'inputs': 32, 'targets': 16}"],
+                        cwd=rs.REPO, env=env, capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stderr == "", done.stderr[-3000:]
+  assert re.search(r"^  arguments +[\d.]+ GiB  \(of the model's 0\.016 of parameters, those "
+                   r"the program reads\)$", done.stdout, re.M), done.stdout
 
 
 # A command line's TensorFlow import, as `quiet_startup` arranges it: the collections

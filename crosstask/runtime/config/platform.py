@@ -193,7 +193,7 @@ def _has_tpu_chips() -> bool:
   return False
 
 
-def _keep_jax_off_absent_tpus(backend: str) -> None:
+def keep_jax_off_absent_tpus(backend: str) -> None:
   """Pins JAX to the CPU where the libtpu wheel is installed but no TPU is attached.
 
   JAX would otherwise try to start libtpu first, which prints warnings about the
@@ -225,7 +225,7 @@ def prepare_host(job: str) -> str:
   if job not in JOBS:
     raise ValueError(f'job={job!r}: expected one of {JOBS}')
   backend = backend_from_environment()
-  _keep_jax_off_absent_tpus(backend)
+  keep_jax_off_absent_tpus(backend)
   malloc = host_memory.tune_for_xla_cpu(one_arena=job == 'train',
                                         accelerator=None if PROFILES[backend].tune_host_malloc
                                         else backend)

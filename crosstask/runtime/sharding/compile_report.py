@@ -225,9 +225,12 @@ def format_report(r: Report, chip: topology_lib.Chip | None) -> str:
            'per chip:']
   hbm = f'{r.hbm_gib:.1f} GiB' if r.hbm_gib is not None else 'unknown'
   verdict = {True: 'fits', False: 'DOES NOT FIT', None: 'capacity unknown'}[r.fits]
+  held = (f'parameters {r.params_gib:.3f}, optimizer state {r.opt_state_gib:.3f}'
+          if r.step == 'train' else
+          # jit drops the arguments a program never reads: the loop, the encoder's weights.
+          f'of the model\'s {r.params_gib:.3f} of parameters, those the program reads')
   lines += [
-      f'  arguments      {r.argument_gib:9.3f} GiB  (parameters {r.params_gib:.3f}, '
-      f'optimizer state {r.opt_state_gib:.3f})',
+      f'  arguments      {r.argument_gib:9.3f} GiB  ({held})',
       f'  outputs        {r.output_gib:9.3f} GiB  ({r.alias_gib:.3f} of them donated '
       f'arguments)',
       f'  temporaries    {r.temp_gib:9.3f} GiB',
@@ -236,7 +239,7 @@ def format_report(r: Report, chip: topology_lib.Chip | None) -> str:
       f'  XLA HBM bytes  {r.hbm_bytes_per_chip:9.3e}']
   for kind, stat in r.collectives.items():
     if stat['count']:
-      lines.append(f'  {kind:<15}{stat["count"]:5d} ops, {stat["bytes"] / GIB:.3f} GiB a step')
+      lines.append(f'  {kind:<18} {stat["count"]:6d} ops, {stat["bytes"] / GIB:.3f} GiB a step')
   if not any(s['count'] for s in r.collectives.values()):
     lines.append('  collectives    none')
   return '\n'.join(lines + _prediction_lines(r, chip))
