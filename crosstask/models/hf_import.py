@@ -269,6 +269,9 @@ def save_hf_checkpoint(folder: str | pathlib.Path, config: TransformerConfig, pa
   if vocabulary is not None:
     hf_tokenizer.save(folder, vocabulary)
   (folder / "config.json").write_text(json.dumps(hf_config_from(config), indent=2))
-  safetensors.numpy.save_file(hf_tensors_from_params(config, params),
-                              str(folder / "model.safetensors"), metadata={"format": "pt"})
+  weights = folder / "model.safetensors"
+  safetensors.numpy.save_file(hf_tensors_from_params(config, params), str(weights),
+                              metadata={"format": "pt"})
+  # safetensors writes the file 0600; give it the mode the folder's other files have.
+  weights.chmod((folder / "config.json").stat().st_mode & 0o777)
   return folder

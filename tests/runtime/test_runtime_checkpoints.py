@@ -133,6 +133,8 @@ def test_a_hugging_face_folder_loads_only_into_a_model_reading_its_tokenizer(sav
   assert sorted(p.name for p in folder.iterdir()) == [
       'config.json', 'model.safetensors', 'spiece.model', 'tokenizer.json',
       'tokenizer_config.json']
+  # Readable as the other files are (safetensors itself writes 0600).
+  assert (folder / 'model.safetensors').stat().st_mode == (folder / 'config.json').stat().st_mode
   # The same pieces from another path (here the folder's own file) load, as the
   # release's tokenizer copied elsewhere would.
   same = seqio.SentencePieceVocabulary(str(folder / 'spiece.model'))
