@@ -54,7 +54,7 @@ def test_train_eval_infer(tmp_path):
   export = rs.run([rs.sys.executable, '-m', 'crosstask.export', f'--run_dir={model_dir}'])
   assert export.returncode == 0, export.stdout[-3000:] + export.stderr[-3000:]
   hf_folder = model_dir / 'hf'
-  assert export.stdout.strip().endswith(f'checkpoint_60/state (step 60) -> {hf_folder}: '
+  assert export.stdout.strip().endswith(f'checkpoint_60 (step 60) -> {hf_folder}: '
                                         'config.json, model.safetensors, tokenizer_config.json')
   infer_dir = tmp_path / 'infer'
   inf = rs.run([rs.sys.executable, '-m', 'crosstask.infer', f'--gin_file={rs.TINY}',

@@ -31,5 +31,5 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
   for step, state_dir in restoring.checkpoint_dirs(job.restore_checkpoint_cfg):
     params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies)
     results[step] = evaluator.evaluate(runner, params, step)
-    console.say(f'{state_dir}: {results[step]}')
+    console.say(f'{restoring.checkpoint_name(state_dir)}: {results[step]}')
   return results

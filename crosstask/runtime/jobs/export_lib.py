@@ -44,7 +44,8 @@ def export(model: Any = gin.REQUIRED,
     hf_import.save_hf_checkpoint(folder, run.model.module.config, params,
                                  run.model.input_vocabulary)
     files = sorted(os.listdir(folder))
-    console.say(f'{state_dir} (step {step}) -> {folder}: {", ".join(files)}')
+    console.say(f'{restoring.checkpoint_name(state_dir)} (step {step}) -> {folder}: '
+                f'{", ".join(files)}')
     missing = hf_tokenizer.missing_because(run.model.input_vocabulary)
     if missing:
       console.say(f'No tokenizer files for AutoTokenizer: {missing}.')

@@ -109,6 +109,11 @@ def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int,
   return [(s, checkpoints.state_item(path, s)) for s in sorted(steps)]
 
 
+def checkpoint_name(state_dir: str) -> str:
+  """The folder a user names for a checkpoint: `.../checkpoint_N`, not its 'state' item."""
+  return os.path.dirname(state_dir) if os.path.basename(state_dir) == 'state' else state_dir
+
+
 def newest_checkpoint(cfg: checkpoints.RestoreCheckpointConfig) -> tuple[int, str]:
   """(step, state dir) of the one checkpoint a job that reads one (infer, embed, export)
   takes from `cfg`: the newest, where mode 'all' selects several."""
