@@ -259,7 +259,9 @@ def main(argv: Sequence[str] | None = None) -> None:
   startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
   startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
-  print(f"Host malloc: {platform.prepare_host('train')}")  # Before TF's or JAX's threads allocate.
+  malloc = platform.prepare_host('train')  # Before TF's or JAX's threads allocate.
+  if args.verbose:  # Nothing a newcomer acts on (the other entry points log it).
+    print(f"Host malloc: {malloc}")
   started = time.time()
   with paths.use_data_dir(paths.SAMPLE_DIR):
     vocab_file = train_vocabulary(args.output_dir)
