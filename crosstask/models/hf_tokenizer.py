@@ -20,8 +20,9 @@ import os
 import pathlib
 from typing import Any
 
-from crosstask import vocabularies
-
+# Bytes without a SentencePiece model: pad, eos, unk, then the 256 bytes (seqio's
+# ByteVocabulary, crosstask's plain one, ByT5's tokenizer), extra ids on top.
+BYTE_IDS = 259
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 # The generic class: loads `tokenizer.json` unchanged (T5Tokenizer would rebuild it). The
@@ -60,7 +61,7 @@ def missing_because(vocabulary: Any) -> str | None:
               "T5Tokenizer reads spiece.model without its byte fallback (characters "
               "outside the pieces become <unk>)")
     return None
-  if vocabularies.is_byte_kind(vocabulary):
+  if vocabulary.vocab_size - vocabulary.extra_ids == BYTE_IDS:
     if vocabulary.extra_ids:
       return (f"transformers' ByT5Tokenizer numbers the {vocabulary.extra_ids} <extra_id_N> "
               "up from id 259, seqio down from the top: only bytes without extra ids match")
