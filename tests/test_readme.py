@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import seqio
 
 import runtime_subprocess
@@ -25,15 +26,6 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   (tmp_path / "train.tsv").write_text("深度学习\t模型\n图像识别\t方法\n", encoding="utf-8")
   (tmp_path / "dev.tsv").write_text("图像识别方法研究\t图像识别\n", encoding="utf-8")
   snippet = _snippet("### Adding a task or mixture")
-  # As a run imports it (MIXTURE_OR_TASK_MODULE='my_tasks'), in a fresh process: only
-  # what the snippet imports is registered (it once named a CSL task it never imported).
-  (tmp_path / "my_tasks.py").write_text(snippet, encoding="utf-8")
-  fresh = subprocess.run(
-      [sys.executable, "-c", "import my_tasks, seqio; print(sorted(t.name for t in "
-       "seqio.get_mixture_or_task('my_mixture').tasks))"],
-      cwd=tmp_path, env=runtime_subprocess.env(), capture_output=True, text=True, timeout=300)
-  assert fresh.returncode == 0, fresh.stderr[-3000:]
-  assert fresh.stdout.strip() == "['csl_zh_abstract_to_title', 'my_title_task']"
   for name in ("my_title_task", "my_mixture"):
     seqio.TaskRegistry.remove(name)
     seqio.MixtureRegistry.remove(name)
@@ -50,6 +42,22 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   assert np.isclose(scores["rouge1"], 100) and np.isclose(scores["bleu"], 100, atol=1e-6)
   mixture = seqio.get_mixture_or_task("my_mixture")
   assert sorted(t.name for t in mixture.tasks) == ["csl_zh_abstract_to_title", "my_title_task"]
+
+
+@pytest.mark.slow(seconds=6)  # a process that imports TensorFlow
+def test_the_snippet_as_a_run_imports_it_registers_all_its_mixture_names(tmp_path):
+  # As a run imports it (MIXTURE_OR_TASK_MODULE='my_tasks'), in a fresh process: only
+  # what the snippet imports is registered (it once named a CSL task it never imported;
+  # the test above runs where other tests have registered CSL).
+  (tmp_path / "train.tsv").write_text("深度学习\t模型\n", encoding="utf-8")
+  (tmp_path / "dev.tsv").write_text("图像识别方法研究\t图像识别\n", encoding="utf-8")
+  (tmp_path / "my_tasks.py").write_text(_snippet("### Adding a task or mixture"), "utf-8")
+  fresh = subprocess.run(
+      [sys.executable, "-c", "import my_tasks, seqio; print(sorted(t.name for t in "
+       "seqio.get_mixture_or_task('my_mixture').tasks))"],
+      cwd=tmp_path, env=runtime_subprocess.env(), capture_output=True, text=True, timeout=300)
+  assert fresh.returncode == 0, fresh.stderr[-3000:]
+  assert fresh.stdout.strip() == "['csl_zh_abstract_to_title', 'my_title_task']"
 
 
 def test_the_run_dir_example_infers_a_split_the_quick_starts_run_has():

@@ -65,6 +65,7 @@ def test_the_parameter_count_command_prints_only_its_count():
       "usage: python -m crosstask.runtime.config.model_gin"), usage.stderr[-3000:]
 
 
+@pytest.mark.slow(seconds=8)  # a process that compiles
 def test_the_compile_command_for_this_machine_prints_no_libtpu_search():
   """`crosstask.compile --topology=local` as a user runs it (JAX_PLATFORMS unset): it
   compiles for this machine's devices, so it starts JAX's backends; libtpu only where a
