@@ -71,9 +71,9 @@ if __name__ == "__main__":
   startup.quiet_startup()  # before the model file's vocabulary module loads TensorFlow
   platform.prepare_host("infer")  # keeps JAX off libtpu where no TPU is attached
   if {"-h", "--help"} & set(sys.argv[1:]):
-    print("usage: python -m crosstask.runtime.config.model_gin [MODEL_GIN_FILE ...]\n"
-          "Prints each model gin file's parameter count, built abstractly (no weights); "
-          "default: crosstask/gin/longlm/large.gin.")
+    console.say("usage: python -m crosstask.runtime.config.model_gin [MODEL_GIN_FILE ...]\n"
+                "Prints each model gin file's parameter count, built abstractly (no "
+                "weights); default: crosstask/gin/longlm/large.gin.")
     sys.exit(0)
   for arg in sys.argv[1:] or ["crosstask/gin/longlm/large.gin"]:
     print_param_count(arg)
