@@ -252,7 +252,8 @@ def beats_baseline(result) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-  parser = argparse.ArgumentParser(prog='python -m crosstask.demo', description=__doc__.splitlines()[0])
+  parser = argparse.ArgumentParser(prog='python -m crosstask.demo',
+                                   description=__doc__.splitlines()[0])
   parser.add_argument("--output_dir", default="demo_output", type=pathlib.Path)
   parser.add_argument("--steps", type=int, default=300, help="training steps of the tiny model")
   parser.add_argument("--skip_training", action="store_true")

@@ -5,8 +5,8 @@ eos, unk, then the 256 bytes, so `tokenizer_config.json` naming that class is al
 With extra ids nothing is written: transformers 5's ByT5Tokenizer numbers `<extra_id_N>`
 up from id 259, where seqio numbers them down from the top.
 
-SentencePiece: transformers 5's `T5Tokenizer` rebuilds its tokenizer from `spiece.model` with byte
-fallback switched off, so a character outside the pieces becomes `<unk>` where
+SentencePiece: transformers 5's `T5Tokenizer` rebuilds its tokenizer from `spiece.model`
+with byte fallback switched off, so a character outside the pieces becomes `<unk>` where
 SentencePiece (and so crosstask's training) gives its UTF-8 byte pieces. The files
 written here hold the tokenizer transformers' own converter builds from the model's
 settings (normalizer, dummy prefix, byte fallback, user-defined pieces), T5's `</s>`
@@ -33,7 +33,8 @@ TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 def converter_available() -> bool:
   """Whether transformers (whose SentencePiece converter builds the file) is installed."""
   try:
-    from transformers.convert_slow_tokenizer import SpmConverter  # pylint: disable=g-import-not-at-top
+    # pylint: disable-next=g-import-not-at-top
+    from transformers.convert_slow_tokenizer import SpmConverter
   except ImportError:
     return False
   return hasattr(SpmConverter, "build_tokenizer_from_spm_proto")  # transformers >= 5

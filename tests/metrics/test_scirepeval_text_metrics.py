@@ -33,7 +33,8 @@ def test_multi_label_macro_f1_over_all_columns():
 
 def test_kendall_tau_parses_with_float_and_fills_failures_with_the_given_median():
   # "about 2.5" is no number to float(); "nan" no finite one: both take the fill.
-  got = tm.kendall_tau(2.0)(["1", "2", "3", "4", "5"], [" 0.5 ", "about 2.5", "n/a", "9e0", "nan"])
+  got = tm.kendall_tau(2.0)(["1", "2", "3", "4", "5"],
+                           [" 0.5 ", "about 2.5", "n/a", "9e0", "nan"])
   want = stats.kendalltau([1, 2, 3, 4, 5], [0.5, 2.0, 2.0, 9.0, 2.0])[0]
   assert got == {"kendalltau": pytest.approx(100 * want), "parse_failures": 3.0}
   # A callable fill is called only when a prediction fails.

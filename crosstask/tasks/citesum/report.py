@@ -102,7 +102,8 @@ def baseline_rows() -> dict[str, dict[str, dict[str, float]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m crosstask.tasks.citesum.report", description=__doc__.split("\n")[0])
+  parser = argparse.ArgumentParser(prog="python -m crosstask.tasks.citesum.report",
+                                   description=__doc__.split("\n")[0])
   parser.add_argument("--run", action="append", default=[],
                       help="TABLE:ROW=PATH[#TASK], e.g. '6:CiTES (prompting)=/tmp/eval'")
   parser.add_argument("--baselines", action="store_true",

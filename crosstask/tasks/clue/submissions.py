@@ -170,7 +170,8 @@ def write_submission(task_name: str, split: str, predictions: str | os.PathLike,
 
 def main(argv: Sequence[str] | None = None) -> None:
   import argparse  # pylint: disable=g-import-not-at-top
-  parser = argparse.ArgumentParser(prog="python -m crosstask.tasks.clue.submissions", description=__doc__.split("\n")[0])
+  parser = argparse.ArgumentParser(prog="python -m crosstask.tasks.clue.submissions",
+                                   description=__doc__.split("\n")[0])
   parser.add_argument("--task", required=True, help="e.g. fewclue_eprstmt_rank, clue_tnews")
   parser.add_argument("--split", default="test")
   parser.add_argument("--predictions", required=True,
