@@ -135,16 +135,19 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
   files.sort(key=lambda f: (f.stat().st_mtime, str(f)))
   chosen: dict[tuple[str, str], R.Record] = {}
   by_file: dict[tuple[str, str], dict[str, R.Record]] = {}  # the chosen step's, per file
-  for record in R.read_many(files):
-    key = (record.task, record.split or "?")
-    if step is not None and record.step != step:
-      continue
-    if key not in chosen or record.step > chosen[key].step:
-      by_file[key] = {}
-    elif record.step < chosen[key].step:
-      continue
-    chosen[key] = record
-    by_file[key][record.where.rpartition(":")[0]] = record
+  for file in files:
+    for record in R.read(file):
+      key = (record.task, record.split or "?")
+      if step is not None and record.step != step:
+        continue
+      if key not in chosen or record.step > chosen[key].step:
+        by_file[key] = {}
+      elif record.step < chosen[key].step:
+        continue
+      chosen[key] = record
+      by_file[key][file] = record
+  differing = [list(kept.values()) for kept in by_file.values()
+               if len({tuple(sorted(r.metrics.items())) for r in kept.values()}) > 1]
   folder = path.parent if path.is_file() else path
   texts = _config_texts(folder)
   model_lines = [m for text in texts for line in text.splitlines()
@@ -157,9 +160,7 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
     found = _int_binding(texts, "random_seed")
     seed = None if found is None else str(found)
   return Run(folder, chosen, seed, _model_label(texts), config_key, macros,
-             disagreements=[_disagreement(list(kept.values()), folder)
-                            for kept in by_file.values()
-                            if len({tuple(sorted(r.metrics.items())) for r in kept.values()}) > 1])
+             disagreements=[_disagreement(records, folder) for records in differing])
 
 
 def _disagreement(records: Sequence[R.Record], folder: pathlib.Path) -> str:
