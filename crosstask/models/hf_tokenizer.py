@@ -47,7 +47,7 @@ def save(folder: str | os.PathLike, vocabulary: Any) -> list[str]:
     return []
   model_file = getattr(vocabulary, "sentencepiece_model_file", None)
   if model_file is not None:
-    return save_sentencepiece(folder, model_file, vocabulary.extra_ids)
+    return _save_sentencepiece(folder, model_file, vocabulary.extra_ids)
   config = {"tokenizer_class": "ByT5Tokenizer", "extra_ids": 0, "eos_token": "</s>",
             "unk_token": "<unk>", "pad_token": "<pad>"}
   (pathlib.Path(folder) / TOKENIZER_CONFIG).write_text(json.dumps(config, indent=2))
@@ -70,13 +70,10 @@ def missing_because(vocabulary: Any) -> str | None:
   return f"no tokenizer files for a {type(vocabulary).__name__}"
 
 
-def save_sentencepiece(folder: str | os.PathLike, model_file: str | os.PathLike,
-                       extra_ids: int = 0) -> list[str]:
+def _save_sentencepiece(folder: str | os.PathLike, model_file: str | os.PathLike,
+                        extra_ids: int) -> list[str]:
   """Writes `tokenizer.json` and `tokenizer_config.json` for `model_file` plus `extra_ids`
-  sentinels into `folder`; returns the names written (none where transformers >= 5 is
-  not installed: see `converter_available`)."""
-  if not converter_available():
-    return []
+  sentinels into `folder` (`save` has checked that transformers can build them)."""
   # pylint: disable=g-import-not-at-top
   from tokenizers import processors
   from transformers.convert_slow_tokenizer import SpmConverter, import_protobuf
