@@ -259,7 +259,7 @@ def require_labels(task, split: str, exs: Sequence[Mapping], path: str | os.Path
         f"{path}: task {task.name!r} split {split!r} carries no labels (no target, and "
         "for rank classification no option marked right): there is nothing to score. A "
         "test split's predictions go to its leaderboard (CLUE, FewCLUE: "
-        "python -m crosstask.tasks.clue.submissions)")
+        "python -m crosstask.clue_submissions)")
 
 
 def metrics(task, out: ModelOutputs) -> dict[str, float]:

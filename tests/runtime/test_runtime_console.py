@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import runtime_subprocess as rs
+from crosstask import paths
 from crosstask import records
 from crosstask import startup
 from crosstask.runtime.report import console
@@ -45,6 +46,32 @@ def test_the_task_layers_command_line_lists_without_startup_noise():
   assert done.returncode == 0, done.stderr[-3000:]
   assert done.stderr == '' and done.stdout.splitlines() == [
       'task     csl_zh_abstract_to_title.p0', '1 tasks, 0 mixtures'], done.stderr[-3000:]
+
+
+@pytest.mark.slow  # two subprocesses that import TensorFlow and register a benchmark's tasks
+def test_the_benchmark_commands_print_without_startup_noise(tmp_path):
+  # CiteSum's paper report and CLUE's leaderboard files: importing their task packages
+  # loads TensorFlow, so the commands start at crosstask's top level and quiet it first.
+  predictions = tmp_path / 'clue_afqmc-test.jsonl'
+  predictions.write_text(''.join(json.dumps(
+      {'index': i, 'inputs': 'x', 'targets': '', 'prediction': p, 'score': -1.0,
+       'target_score': -1.0}, ensure_ascii=False) + '\n' for i, p in enumerate('相同 不同 相同'.split())),
+                         encoding='utf-8')
+  env = {**rs.env(), paths.DATA_DIR_ENV: str(paths.SAMPLE_DIR)}
+  done = subprocess.run([sys.executable, '-m', 'crosstask.clue_submissions', '--task=clue_afqmc',
+                         f'--predictions={predictions}', f'--output_dir={tmp_path}'],
+                        cwd=rs.REPO, env=env, capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stderr == '' and done.stdout == f'{tmp_path / "afqmc_predict.json"}\n', done.stderr
+  assert (tmp_path / 'afqmc_predict.json').read_text('utf-8').splitlines()[1] == (
+      '{"id": 1, "label": "0"}')
+  # A wrong path is one line naming it, not a traceback.
+  report = subprocess.run([sys.executable, '-m', 'crosstask.citesum_report',
+                           f'--run=6:CiTES={tmp_path / "none"}'], cwd=rs.REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+  assert report.returncode == 2 and report.stdout == '', report.stderr[-3000:]
+  assert report.stderr.startswith(f'ERROR: no metrics.jsonl at {tmp_path / "none"}') and (
+      report.stderr.count('\n') == 1), report.stderr[-3000:]
 
 
 def test_the_parameter_count_command_prints_only_its_count():

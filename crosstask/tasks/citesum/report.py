@@ -1,6 +1,6 @@
 """The CiteSum paper's Tables 5-9 beside a crosstask run.
 
-    python -m crosstask.tasks.citesum.report \\
+    python -m crosstask.citesum_report \\
         --run "6:CiTES (prompting)=/tmp/eval/metrics.jsonl" --baselines
 
 `--run TABLE:ROW=PATH[#TASK]` takes the newest step's metrics of TASK (or of
@@ -22,6 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from crosstask import records
+from crosstask import startup
 from crosstask.tasks.common import report as common_report
 
 
@@ -102,27 +103,33 @@ def baseline_rows() -> dict[str, dict[str, dict[str, float]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m crosstask.tasks.citesum.report",
+  """The command line; `python -m crosstask.citesum_report` quiets TensorFlow first."""
+  parser = argparse.ArgumentParser(prog="python -m crosstask.citesum_report",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--run", action="append", default=[],
                       help="TABLE:ROW=PATH[#TASK], e.g. '6:CiTES (prompting)=/tmp/eval'")
   parser.add_argument("--baselines", action="store_true",
                       help="score EXT-LEAD/HEURISTIC/ORACLE on the data root's data")
+  startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
   ours: dict[str, dict] = {}
-  for spec in args.run:
-    try:
-      head, path = spec.split("=", 1)
-      table, row = head.split(":", 1)
-    except ValueError:
-      parser.error(f"--run {spec!r}: expected TABLE:ROW=PATH[#TASK]")
-    if table not in PAPER:
-      parser.error(f"--run {spec!r}: table must be one of {sorted(PAPER)}")
-    path, _, task = path.partition("#")
-    ours.setdefault(table, {})[row] = read_metrics(path, task or None)
-  if args.baselines:
-    for table, rows in baseline_rows().items():
-      ours.setdefault(table, {}).update(rows)
+  try:
+    for spec in args.run:
+      try:
+        head, path = spec.split("=", 1)
+        table, row = head.split(":", 1)
+      except ValueError:
+        parser.error(f"--run {spec!r}: expected TABLE:ROW=PATH[#TASK]")
+      if table not in PAPER:
+        parser.error(f"--run {spec!r}: table must be one of {sorted(PAPER)}")
+      path, _, task = path.partition("#")
+      ours.setdefault(table, {})[row] = read_metrics(path, task or None)
+    if args.baselines:
+      for table, rows in baseline_rows().items():
+        ours.setdefault(table, {}).update(rows)
+  except (FileNotFoundError, ValueError) as e:
+    print(f"ERROR: {e}", file=sys.stderr)
+    return 2
   print(render(ours))
   return 0
 

@@ -21,8 +21,10 @@ import json
 import os
 import pathlib
 import re
+import sys
 from collections.abc import Sequence
 
+from crosstask import startup
 from crosstask import vocabularies
 from crosstask.metrics import cmrc
 from crosstask.tasks.clue import examples as E
@@ -168,18 +170,25 @@ def write_submission(task_name: str, split: str, predictions: str | os.PathLike,
   return out
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
+  """The command line; `python -m crosstask.clue_submissions` quiets TensorFlow first."""
   import argparse  # pylint: disable=g-import-not-at-top
-  parser = argparse.ArgumentParser(prog="python -m crosstask.tasks.clue.submissions",
+  parser = argparse.ArgumentParser(prog="python -m crosstask.clue_submissions",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--task", required=True, help="e.g. fewclue_eprstmt_rank, clue_tnews")
   parser.add_argument("--split", default="test")
   parser.add_argument("--predictions", required=True,
                       help="<task>-<split>.jsonl written by crosstask.infer")
   parser.add_argument("--output_dir", required=True)
+  startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
-  print(write_submission(args.task, args.split, args.predictions, args.output_dir))
+  try:
+    print(write_submission(args.task, args.split, args.predictions, args.output_dir))
+  except (FileNotFoundError, ValueError, KeyError) as e:
+    print(f"ERROR: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
+    return 2
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())
