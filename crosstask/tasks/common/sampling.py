@@ -12,10 +12,12 @@ key); k-shot sets are prefixes of one order, so 1-shot ⊂ 2-shot ⊂ 4-shot.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import zlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from absl import logging
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +44,17 @@ def split_records(num_records: int, seed: int, n_val: int, n_test: int) -> Recor
   half = len(rest) // 2
   return RecordSplit(test=perm[:n_test], validation=perm[n_test:n_test + n_val],
                      few_pool=rest[:half], meta_pool=rest[half:])
+
+
+@functools.lru_cache(maxsize=None)
+def warn_cut(part: str, got: int, wanted: int, why: str) -> None:
+  """Logs, once per message, that an episode `part` holds `got` of the `wanted` examples
+  the protocol asks, and `why` (the data behind it).
+
+  Why: a data root smaller than the benchmark's (the bundled sample) still builds every
+  episode split, each cut to what its pool holds; a score from one is not the paper's
+  setting, and nothing else says so."""
+  logging.warning("%s holds %d of the %d examples the protocol asks: %s", part, got, wanted, why)
 
 
 def _first_k(order: Sequence[int], k: int, classes=None) -> list[int]:

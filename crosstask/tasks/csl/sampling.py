@@ -16,6 +16,7 @@ from crosstask.tasks.common.sampling import RecordSplit
 from crosstask.tasks.common.sampling import episode_split_name
 from crosstask.tasks.common.sampling import few_shot_indices
 from crosstask.tasks.common.sampling import parse_episode_split
+from crosstask.tasks.common.sampling import warn_cut
 
 META_SIZE = 100
 K_SHOTS = (0, 1, 2, 4, 8)
@@ -25,7 +26,7 @@ N_TEST = 64
 
 __all__ = ["META_SIZE", "K_SHOTS", "SEEDS", "N_VAL", "N_TEST", "RecordSplit", "split_records",
            "few_shot_indices", "meta_indices", "episode_split_name", "parse_episode_split",
-           "episode_splits"]
+           "episode_splits", "warn_cut"]
 
 
 def split_records(num_records: int, seed: int, n_val: int = N_VAL,

@@ -78,6 +78,16 @@ def _read_pool(root, stamps) -> tuple[dict, ...]:
   if not records:
     raise FileNotFoundError(f"no complete CSL benchmark split under {root} "
                             "(looked for train, dev and test with all four task files)")
+  rest = len(records) - sampling.N_VAL - sampling.N_TEST  # what the two pools share
+  if rest >= 2:  # fewer: `split_records` refuses
+    few, meta = rest // 2, rest - rest // 2
+    why = (f"the {len(records)} CSL records under {root} leave each seed a few-shot pool of "
+           f"{few} and a meta pool of {meta} (the paper's data: thousands)")
+    if meta < sampling.META_SIZE:
+      sampling.warn_cut("each CSL task's meta set (s<seed>_meta)", meta, sampling.META_SIZE, why)
+    k = max(sampling.K_SHOTS)
+    if few < k:
+      sampling.warn_cut(f"each CSL task's {k}-shot set (s<seed>_k{k})", few, k, why)
   return records
 
 

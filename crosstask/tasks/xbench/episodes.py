@@ -57,17 +57,28 @@ def _stream_key(scenario: S.Scenario, member: S.Member) -> str:
   return f"{scenario.name}/{member.task}/{member.train_split}"
 
 
+def _warn_if_cut(scenario: S.Scenario, member: S.Member, part: str, split: str, got: int,
+                 wanted: int, per_class: bool = False) -> None:
+  if got < wanted:
+    sampling.warn_cut(
+        f"xbench scenario {scenario.name!r}: {member.task}'s {part} set", got, wanted,
+        f"its source split {split!r} has fewer than {part[1:]} examples of some class"
+        if per_class else f"its source split {split!r} holds {got}")
+
+
 def _select(scenario: S.Scenario, member: S.Member, seed: int, part: str) -> tuple[str, list[int]]:
   """(source split, indices of its examples) of one episode part."""
   key = _stream_key(scenario, member)
   if part == "meta":
     pool = source_examples(member.task, member.train_split)
+    _warn_if_cut(scenario, member, part, member.train_split, len(pool), S.META_SIZE)
     order = sampling.rng(seed, 2, key).permutation(len(pool))
     return member.train_split, [int(i) for i in order[:S.META_SIZE]]
   if part in ("validation", "test"):
     split = member.validation_split if part == "validation" else member.test_split
     pool = source_examples(member.task, split)
     size = S.N_VAL if part == "validation" else S.N_TEST
+    _warn_if_cut(scenario, member, part, split, len(pool), size)
     order = sampling.rng(seed, _EVAL_PURPOSE, f"{key}/{part}").permutation(len(pool))
     return split, sorted(int(i) for i in order[:size])
   k = int(part[1:])
@@ -75,8 +86,10 @@ def _select(scenario: S.Scenario, member: S.Member, seed: int, part: str) -> tup
   classes = [ex["targets"] for ex in pool] if member.per_class else None
   split = sampling.RecordSplit(test=np.zeros(0, int), validation=np.zeros(0, int),
                                few_pool=np.arange(len(pool)), meta_pool=np.zeros(0, int))
-  return member.train_split, [int(i) for i in sampling.few_shot_indices(split, k, seed, key,
-                                                                        classes)]
+  chosen = [int(i) for i in sampling.few_shot_indices(split, k, seed, key, classes)]
+  _warn_if_cut(scenario, member, part, member.train_split, len(chosen),
+               k * len(set(classes)) if classes else k, per_class=bool(classes))
+  return member.train_split, chosen
 
 
 def normalised_segments(example: dict) -> set[str]:

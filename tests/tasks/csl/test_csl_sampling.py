@@ -1,12 +1,14 @@
 """Cross-task episodes: disjoint, deterministic, right-sized."""
 
 import collections
+import logging
 
 import numpy as np
 import pytest
 import seqio
 
 import crosstask.tasks.csl  # pylint: disable=unused-import  # registers CSL
+from crosstask import paths
 from crosstask.tasks.csl import sampling
 from crosstask.tasks.csl import tasks as T
 
@@ -76,3 +78,27 @@ def test_episode_datasets_on_official_data(official_data):
   assert len(meta_titles) == 100
   split = sampling.split_records(len(pool), 1)
   assert not meta_titles & {pool[i]["title"] for i in np.concatenate([split.test, split.validation])}
+
+
+def test_episodes_cut_short_by_a_small_data_root_say_so(caplog):
+  # The bundled sample's 130 records leave one record to each seed's two pools, so a
+  # meta set holds 1 of its 100 instances and an 8-shot set 1 of its 8: said once each.
+  T._read_pool.cache_clear()  # pylint: disable=protected-access
+  sampling.warn_cut.cache_clear()
+  root = paths.SAMPLE_DIR
+  with paths.use_data_dir(root), caplog.at_level(logging.WARNING, logger="absl"):
+    for _ in range(2):
+      assert len(T.read_split("s0_meta", inputs=("title",), outputs=("keywords",))) == 1
+      assert len(T.read_split("s1_k8", inputs=("abstract",), outputs=("title",))) == 1
+  why = (f"the 130 CSL records under {root} leave each seed a few-shot pool of 1 and a "
+         "meta pool of 1 (the paper's data: thousands)")
+  assert [r.getMessage() for r in caplog.records] == [
+      f"each CSL task's meta set (s<seed>_meta) holds 1 of the 100 examples the protocol "
+      f"asks: {why}",
+      f"each CSL task's 8-shot set (s<seed>_k8) holds 1 of the 8 examples the protocol asks: "
+      f"{why}"]
+  caplog.clear()
+  with caplog.at_level(logging.WARNING, logger="absl"):  # 1,000 records: nothing to say
+    with_enough = [dict(T.episode_pool(root)[0], title=str(i)) for i in range(1000)]
+    assert len(T.episode_indices(with_enough, ("title",), ("keywords",), 0, "meta")) == 100
+  assert not caplog.records

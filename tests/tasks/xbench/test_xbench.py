@@ -2,6 +2,7 @@
 
 import collections
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import runtime_subprocess as rs
 import crosstask.tasks.xbench as xb  # registers the sources and the xbench tasks and mixtures
 from crosstask import paths
 from crosstask.tasks import BENCHMARKS
+from crosstask.tasks.common import sampling
 from crosstask.tasks.xbench import episodes
 from crosstask.tasks.xbench import report
 from crosstask.tasks.xbench import scenarios as S
@@ -82,6 +84,20 @@ def test_episodes_are_seeded_nested_per_class_and_keep_the_source_scoring():
   assert set(meta_texts) <= set(_texts(meta.task, "train"))
   with pytest.raises(ValueError, match="is a few task.*'s0_meta' belongs to the other stage"):
     episodes.episode_examples(FEWCLUE, "few", member, "s0_meta")
+
+
+def test_an_episode_cut_short_by_its_source_says_so(caplog):
+  member = FEWCLUE.few[2]  # eprstmt: two classes, two examples of each in the sample
+  sampling.warn_cut.cache_clear()
+  with caplog.at_level(logging.WARNING, logger="absl"):
+    for _ in range(2):
+      assert len(episodes.episode_examples(FEWCLUE, "few", member, "s0_k2")) == 4  # as asked
+      assert len(episodes.episode_examples(FEWCLUE, "few", member, "s0_k4")) == 4
+      assert len(episodes.episode_examples(FEWCLUE, "few", member, "s5_k4")) == 4
+  assert [r.getMessage() for r in caplog.records] == [
+      f"xbench scenario 'csl_citesum_to_fewclue': {member.task}'s k4 set holds 4 of the 8 "
+      "examples the protocol asks: its source split 'train' has fewer than 4 examples of "
+      "some class"]
 
 
 def test_an_evaluation_example_in_the_meta_pool_fails_the_run():
