@@ -226,6 +226,16 @@ def read_json_records(path: PathLike, *, on_bad_row: str = "raise",
     yield Row(where, value)
 
 
+def _answer_start(value, where: str) -> int:
+  """A character offset: an int, or an int written as a string (which JSON writers from
+  other tools emit; the official scorers read only the answer texts)."""
+  if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    return int(value)
+  if isinstance(value, bool) or not isinstance(value, int):
+    raise field_error(where, "answer_start", f"expected an int, got {value!r}")
+  return value
+
+
 def _squad_question(qa, where: str, title: str, context: str) -> dict:
   require(qa, ("id", "question", "answers"), where)
   answers = qa["answers"]
@@ -235,10 +245,7 @@ def _squad_question(qa, where: str, title: str, context: str) -> dict:
   for j, answer in enumerate(answers):
     require(answer, ("text",), f"{where}/answer {j}")
     texts.append(str(answer["text"]))
-    start = answer.get("answer_start", -1)
-    if not isinstance(start, int):
-      raise field_error(f"{where}/answer {j}", "answer_start", f"expected an int, got {start!r}")
-    starts.append(start)
+    starts.append(_answer_start(answer.get("answer_start", -1), f"{where}/answer {j}"))
   return {"id": str(qa["id"]), "title": title, "context": context,
           "question": str(qa["question"]), "answers": texts, "answer_starts": starts}
 

@@ -64,6 +64,20 @@ def test_squad_one_row_per_question(tmp_path):
                            "answers": ["北京"], "answer_starts": [0]}
 
 
+@pytest.mark.parametrize("start, read", [(3, 3), ("3", 3), (" 12", 12), ("-1", -1),
+                                         ("x", None), (True, None), (1.5, None)])
+def test_an_answer_start_is_an_int_or_an_int_as_text(tmp_path, start, read):
+  data = {"data": [{"title": "t", "paragraphs": [{"context": "北京是首都。", "qas": [
+      {"id": "q1", "question": "首都？", "answers": [{"text": "首都", "answer_start": start}]}]}]}]}
+  path = _write(tmp_path / "s.json", json.dumps(data, ensure_ascii=False).encode())
+  if read is None:
+    with pytest.raises(R.DataError, match=r"s\.json\[data 0/paragraph 0/qa 0 id=q1\]/answer 0: "
+                                          r"field 'answer_start': expected an int, got"):
+      list(R.read_squad(path))
+  else:
+    assert [row.value["answer_starts"] for row in R.read_squad(path)] == [[read]]
+
+
 def test_convert_require_and_field_error(tmp_path):
   path = _write(tmp_path / "a.jsonl", b'{"s": "x", "l": "1"}\n{"s": "y"}\n{"s": "-", "l": "0"}\n'
                 b'{"s": "z", "l": "2"}\n')
