@@ -111,7 +111,8 @@ def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int,
 
 def checkpoint_name(state_dir: str) -> str:
   """The folder a user names for a checkpoint: `.../checkpoint_N`, not its 'state' item."""
-  return os.path.dirname(state_dir) if os.path.basename(state_dir) == 'state' else state_dir
+  named_state = os.path.basename(state_dir) == checkpoints.STATE_ITEM
+  return os.path.dirname(state_dir) if named_state else state_dir
 
 
 def newest_checkpoint(cfg: checkpoints.RestoreCheckpointConfig) -> tuple[int, str]:

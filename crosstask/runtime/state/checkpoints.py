@@ -21,6 +21,7 @@ from crosstask.runtime.data import input_state
 from crosstask.runtime.report import faults
 
 STEP_PREFIX = 'checkpoint'  # Step directories are named like T5X's: checkpoint_<step>.
+STATE_ITEM = 'state'  # The train state's item in a step directory, beside the data position.
 _TMP_MARKER = '.orbax-checkpoint-tmp'  # In the name of a save still being written.
 
 
@@ -59,7 +60,7 @@ def manager(directory: str, cfg: SaveCheckpointConfig | None = None,
       cleanup_tmp_directories=not read_only,
       enable_async_checkpointing=cfg.async_save)
   return ocp.CheckpointManager(os.path.abspath(directory), options=options,
-                               item_names=('state', 'data', input_state.ITEM))
+                               item_names=(STATE_ITEM, 'data', input_state.ITEM))
 
 
 def save(mgr: ocp.CheckpointManager, step: int, state: Any, batches_consumed: int,
@@ -109,7 +110,7 @@ def restore_input(mgr: ocp.CheckpointManager, step: int, iterator: Any) -> None:
 
 def state_item(directory: str, step: int) -> str:
   """Where the train state of `step` lies under a model directory."""
-  return os.path.join(str(directory), f'{STEP_PREFIX}_{step}', 'state')
+  return os.path.join(str(directory), f'{STEP_PREFIX}_{step}', STATE_ITEM)
 
 
 def step_of(item: str) -> int:
@@ -137,8 +138,8 @@ def resolve_state_dir(path: str) -> str:
   if _TMP_MARKER in path:  # A step dir, or an item inside one, that was never finished.
     raise FileNotFoundError(f'{path} is an interrupted (temporary) orbax save, not a '
                             'complete checkpoint.')
-  if os.path.isdir(os.path.join(path, 'state')):
-    return os.path.join(path, 'state')
+  if os.path.isdir(os.path.join(path, STATE_ITEM)):
+    return os.path.join(path, STATE_ITEM)
   steps = steps_in(path)
   if steps:
     return state_item(path, max(steps))
