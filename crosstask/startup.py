@@ -11,12 +11,14 @@ call it through `gin_utils.run_main`, and the task layer's command lines
 import argparse
 import contextlib
 import gc
+import importlib
 import importlib.abc
 import importlib.machinery
 import logging
 import os
 import sys
 import types
+from collections.abc import Sequence
 
 
 # Library log lines that name nothing a user of the command lines can change: SeqIO's
@@ -146,6 +148,18 @@ def quiet_startup(verbose: bool = False) -> None:
   elif 'tensorflow' not in sys.modules and not any(
       isinstance(f, _TensorFlowImport) for f in sys.meta_path):
     sys.meta_path.insert(0, _TensorFlowImport(silent=not verbose))
+
+
+def quiet_main(module: str, argv: Sequence[str] | None = None) -> int:
+  """`module.main(argv)` (argv: the process's arguments by default), started after
+  `quiet_startup` with `--verbose` as given.
+
+  Why: `python -m package.module` imports the package first, and a task package's import
+  registers its tasks and loads TensorFlow before any code of the module runs, so its
+  command line starts from a module outside the package that calls this."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  quiet_startup("--verbose" in argv)
+  return importlib.import_module(module).main(argv)
 
 
 def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
