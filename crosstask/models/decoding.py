@@ -317,9 +317,10 @@ def temperature_sample(
   """Samples num_decodes continuations per example (temperature 0 = greedy).
 
   Returns (sequences int32 [B, num_decodes, max_decode_len], log_probs float32
-  [B, num_decodes]). log_probs sums the model's own log-softmax (before
-  temperature and filtering) over the generated, non-forced tokens, so it is
-  comparable across sampling settings. Filtering applies top-k first, then
+  [B, num_decodes]), each example's samples best first. log_probs sums the model's
+  own log-softmax (before temperature and filtering) over the generated, non-forced
+  tokens, so it is comparable across sampling settings (T5X's, by default, is of the
+  rescaled and filtered distribution: 0 for a greedy decode). Filtering applies top-k first, then
   top-p (nucleus) on the renormalised survivors. `min_length` and
   `no_repeat_ngram_size` ban tokens first, exactly as HF's processors
   (`ban_tokens`).
@@ -368,13 +369,23 @@ def temperature_sample(
                        log_probs=jnp.zeros((flat,), jnp.float32),
                        ended=jnp.zeros((flat,), bool), cache=repeat_batch(cache, num_decodes))
   final = jax.lax.while_loop(cond, body, init)
-  return (final.sequences.reshape(batch, num_decodes, max_decode_len),
-          final.log_probs.reshape(batch, num_decodes))
+  seqs = final.sequences.reshape(batch, num_decodes, max_decode_len)
+  lps = final.log_probs.reshape(batch, num_decodes)
+  if num_decodes > 1:  # Best first, as beam search returns them (T5X sorts its samples too).
+    order = jnp.argsort(-lps, axis=1, stable=True)
+    seqs = jnp.take_along_axis(seqs, order[:, :, None], axis=1)
+    lps = jnp.take_along_axis(lps, order, axis=1)
+  return seqs, lps
 
 
 # The decoder_params a model starts from when its config gives none (the decoding
 # function's declaration, read by `EncoderDecoderModel`): temperature 0, so a model
-# decodes greedily unless its config asks it to sample, as T5X evaluates.
+# decodes greedily unless its config asks it to sample. T5X's models default to a
+# one-beam `beam_search` (alpha 0.6), which can end a row on an EOS that greedy ranks
+# second: `beam_search.gin` (its beam is the job's `num_decodes`, 1 unless set) decodes
+# so, up to how a row that reaches the length limit is scored (`beam_search`). T5X's
+# `temperature_sample` defaults to topk=1 (greedy at any temperature); topk 0 here
+# samples the whole distribution.
 temperature_sample.model_defaults = {"temperature": 0.0}
 
 

@@ -244,8 +244,10 @@ class EncoderDecoderModel:
     if "decoder_prompt_tokens" in batch:
       prompt = batch["decoder_prompt_tokens"].astype(jnp.int32)
     elif prompt_with_targets:
+      # The targets up to their EOS, which stays out (as T5X strips it): a prompt is a
+      # start to continue, not a decode that has ended.
       tail = dec_in[:, 1:]
-      prompt = tail * jnp.cumprod(tail != 0, axis=1).astype(tail.dtype)
+      prompt = tail * jnp.cumprod((tail != 0) & (tail != self.eos_id), axis=1).astype(tail.dtype)
     else:
       prompt = jnp.zeros((enc.shape[0], 1), jnp.int32)
 

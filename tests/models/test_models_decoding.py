@@ -199,6 +199,28 @@ def test_sampling_scores_prompts_and_eos():
   assert saw_eos
 
 
+def test_samples_come_best_first_and_are_the_unsorted_draws():
+  # An example's samples in order of their log-probs, as beam search returns beams:
+  # the model's `[:, 0]` is the best of them (before, the first drawn).
+  lm = ToyLM(vocab=6, batch=3)
+  draw = dict(eos_id=EOS, decode_rng=jax.random.PRNGKey(5), max_decode_len=6, temperature=1.0)
+  seqs, lps = decoding.temperature_sample(jnp.asarray(PROMPT), lm.cache(), lm.tokens_to_logits,
+                                          num_decodes=8, **draw)
+  lps = np.asarray(lps)
+  assert (np.diff(lps, axis=1) <= 0).all() and (np.diff(lps, axis=1) < 0).any()
+  # The same draws: one decode of each copy, with its key, gives the same multiset.
+  unsorted = {}
+  flat = decoding.repeat_batch(jnp.asarray(PROMPT), 8)
+  cache = decoding.repeat_batch(lm.cache(), 8)
+  one, one_lps = decoding.temperature_sample(flat, cache, lm.tokens_to_logits, num_decodes=1,
+                                             **draw)
+  for row in range(flat.shape[0]):
+    unsorted.setdefault(row // 8, []).append((float(one_lps[row, 0]), tuple(one[row, 0].tolist())))
+  for b in range(3):
+    got = sorted((float(l), tuple(s.tolist())) for l, s in zip(lps[b], np.asarray(seqs[b])))
+    assert got == sorted(unsorted[b])
+
+
 def _brute_force(lm, b, forced, vocab, length, alpha, kind):
   """All distinct outputs with their penalised scores, best first."""
   seen = {}

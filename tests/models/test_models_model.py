@@ -168,6 +168,17 @@ def test_decoder_prefix_for_every_method(params):
   shifted = dict(batch, decoder_input_tokens=np.pad(prefix, ((0, 0), (1, 5))))
   out = _model().predict_batch(params, shifted, prompt_with_targets=True)
   np.testing.assert_array_equal(out[:, :2], prefix)
+  # Targets that end in EOS prompt with what precedes it, as T5X strips it: greedy, which
+  # stopped at the forced EOS, and beam search, which went on past it, both continue.
+  prefix = np.where(prefix == VOCAB.eos_id, 2, prefix)
+  with_eos = dict(batch, decoder_input_tokens=np.pad(
+      np.concatenate([prefix, np.full((3, 1), VOCAB.eos_id)], axis=1), ((0, 0), (1, 4))))
+  for model, kw in ((_model(), {}), (EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB,
+                                                          decode_fn=beam), {"num_decodes": 4})):
+    out = model.predict_batch(params, with_eos, prompt_with_targets=True, **kw)
+    np.testing.assert_array_equal(out, model.predict_batch(
+        params, dict(batch, decoder_prompt_tokens=prefix), **kw))
+    assert (out[:, 2] != 0).all()
 
 
 def test_sampling_and_beam_outputs(params):
