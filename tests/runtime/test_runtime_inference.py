@@ -54,3 +54,25 @@ def test_a_partial_last_batch_decodes_like_the_model_and_autotuning_is_off(monke
   assert [t for _, t in out] == want.tolist()
   scores = runner.score(params, ds)
   assert [i for i, _ in scores] == list(range(n)) and len(read) == 2 and not read[1]
+
+
+def test_each_batch_samples_with_its_own_key_and_a_pass_repeats():
+  # Row j of every batch drew the same noise when all batches shared one key: eight
+  # copies of one input, in two batches of four, gave four distinct samples, not eight.
+  model = model_lib.EncoderDecoderModel(
+      Transformer(CFG), VOCAB, VOCAB, default_decoder_params={"temperature": 1.0})
+  boxed = jax.jit(lambda rng: model.get_initial_variables(rng, {
+      "encoder_input_tokens": (1, 8), "decoder_input_tokens": (1, 6)})["params"])(
+          jax.random.key(0))
+  params = nn.unbox(boxed)
+  partitioner = partitioning.Partitioner(devices=jax.devices()[:1])
+  runner = inference.Inference(model, partitioner, partitioner.logical_to_sharding(boxed),
+                               batch_size=4)
+  feats = {"encoder_input_tokens": np.tile(np.arange(2, 10, dtype=np.int32), (8, 1)),
+           "decoder_input_tokens": np.zeros((8, 6), np.int32),
+           "decoder_target_tokens": np.zeros((8, 6), np.int32)}
+  batches = [(np.arange(s, s + 4), {k: v[s:s + 4] for k, v in feats.items()}) for s in (0, 4)]
+  out, aux = runner.predict_batches(params, batches)
+  samples = [tuple(t) for _, t in out]
+  assert len(set(samples)) == 8, samples  # 300 tokens at temperature 1: no two alike
+  assert runner.predict_batches(params, batches) == (out, aux)  # the same keys each pass

@@ -269,7 +269,7 @@ def _decoding_loop_hlo(runner, params) -> str:
   """The optimized HLO of the decoding loop as `runner` compiles it (its own jit and options)."""
   batch = {k: jnp.asarray(v) for k, v in _batch().items()}
   encoded = jax.eval_shape(runner._encode, params, batch)
-  return runner._decode.lower(params, batch, *encoded).compile().as_text()
+  return runner._decode.lower(params, batch, *encoded, np.int32(0)).compile().as_text()
 
 
 def test_the_cpu_decoding_option_keeps_xlas_tree_reduction_rewrite_out_of_the_loop(params):
@@ -309,7 +309,7 @@ def test_inference_keeps_the_batch_split_over_the_data_axis_between_its_programs
   sharded = batching.to_device(_batch(), runner.partitioner.data_sharding)
   with runner.partitioner.context():
     encoded, cache = runner._encode(params, sharded)
-    tokens, aux = runner._decode(params, sharded, encoded, cache)
+    tokens, aux = runner._decode(params, sharded, encoded, cache, np.int32(0))
   data = runner.partitioner.data_sharding
   assert encoded.sharding.is_equivalent_to(data, encoded.ndim)
   assert tokens.sharding.is_equivalent_to(data, tokens.ndim)

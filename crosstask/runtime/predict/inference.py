@@ -50,11 +50,15 @@ class Inference:
                                            num_decodes=num_decodes,
                                            prompt_with_targets=prompt_with_targets)
 
-    def decode(params, batch, encoded, cache):
+    def decode(params, batch, encoded, cache, batch_number):
       # prompt_with_targets forces each example's target tokens (e.g. "This paper",
       # written without EOS by a prompting task) as the start of its decode.
       # num_decodes is the beam size for decoding.beam_search (the best beam is returned).
-      seqs, scores = loop(params, batch, encoded, cache, jax.random.PRNGKey(0))
+      # Each batch samples with its own key, the same in every pass over the data (as
+      # T5X's inference splits one per batch): one key for all would draw the same noise
+      # for row j of every batch.
+      rng = jax.random.fold_in(jax.random.PRNGKey(0), batch_number)
+      seqs, scores = loop(params, batch, encoded, cache, rng)
       return seqs[:, 0], {'scores': scores[:, 0]}
 
     self._predict_options = {program: self.profile.decoding_compiler_options(program)
@@ -66,6 +70,11 @@ class Inference:
                            compiler_options=self._predict_options['loop'] or None)
     self._score = jax.jit(model.score_batch, in_shardings=(param_shardings, data_sharding),
                           out_shardings=data_sharding)
+
+  def _replicated(self, value: np.ndarray) -> jax.Array:
+    """`value`, which every host holds, as a global array on every device of the mesh."""
+    return jax.make_array_from_callback(np.shape(value), self.partitioner.replicated,
+                                        lambda _: value)
 
   def _host_batches(self, ds) -> Iterator[tuple[np.ndarray, dict]]:
     """(indices, features) numpy batches of an enumerated tf.data dataset."""
@@ -83,9 +92,10 @@ class Inference:
     rows (`runtime.data.host_inputs`): the job's inputs without tf.data."""
     out, scores = [], []
     with self.partitioner.context():
-      for index, batch, n in self._batches(host_batches):
+      for number, (index, batch, n) in enumerate(self._batches(host_batches)):
         try:
-          tokens, aux = self._decode(params, batch, *self._encode(params, batch))
+          tokens, aux = self._decode(params, batch, *self._encode(params, batch),
+                                     self._replicated(np.int32(number)))
         except jax.errors.JaxRuntimeError as e:
           for options in self._predict_options.values():
             platform.raise_if_options_refused(
