@@ -440,7 +440,7 @@ def beam_search(
     eos_id: int,
     max_decode_len: int,
     num_decodes: int = 4,
-    alpha: float = 0.6,
+    alpha: Optional[float] = None,
     length_penalty: str = "t5x",
     early_stopping: Union[None, bool, str] = None,
     min_length: int = 0,
@@ -450,6 +450,8 @@ def beam_search(
   """Beam search; returns (sequences [B, K, L] best first, scores [B, K]).
 
   Scores are length-penalised sums of log-probs of the non-forced tokens.
+
+  `alpha` None is each mode's reference default: 0.6 (T5X), 1.0 (transformers).
 
   length_penalty="t5x": score = logprob / ((5 + n) / 6) ** alpha with n the
   full output length (forced prefix and EOS included). As in T5X every EOS
@@ -487,6 +489,8 @@ def beam_search(
   if length_penalty not in ("t5x", "hf"):
     raise ValueError(f"unknown length_penalty {length_penalty!r}")
   hf = length_penalty == "hf"
+  if alpha is None:  # Each reference's own default: T5X's 0.6, transformers' 1.0.
+    alpha = 1.0 if hf else 0.6
   if early_stopping is None:
     early_stopping = False if hf else "never"
   batch, k, length = prompt.shape[0], num_decodes, max_decode_len

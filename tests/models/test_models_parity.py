@@ -119,25 +119,29 @@ def test_greedy_matches_generate(tmp_path, kind):
 
 
 def test_beam_search_matches_generate(tmp_path):
-  """HF-style length normalisation (n ** alpha over generated tokens) on both sides."""
+  """HF-style length normalisation (n ** alpha over generated tokens) on both sides, at
+  alpha 0.6 and at each side's default (transformers' length_penalty 1.0)."""
   hf = _hf_model("t5_1_1", seed=7)
   config, params = hf_import.load_hf_checkpoint(_save(hf, tmp_path / "beam"))
   enc, _ = _inputs(config.vocab_size, seed=8)
-  length, alpha = 8, 0.6
-  with torch.no_grad():
-    out = hf.generate(input_ids=torch.tensor(enc, dtype=torch.long),
-                      attention_mask=torch.tensor(enc != 0, dtype=torch.long),
-                      do_sample=False, num_beams=4, length_penalty=alpha, early_stopping=False,
-                      max_new_tokens=length, min_length=0, return_dict_in_generate=True,
-                      output_scores=True)
-  want = out.sequences.numpy()[:, 1:]
-  want = np.pad(want, ((0, 0), (0, length - want.shape[1])))
-  beam = functools.partial(decoding.beam_search, length_penalty="hf")
-  tokens, aux = _model(config, beam, alpha=alpha).predict_batch_with_aux(
-      params, {"encoder_input_tokens": enc,
-               "decoder_input_tokens": np.zeros((3, length), np.int32)}, num_decodes=4)
-  np.testing.assert_array_equal(np.asarray(tokens), want)
-  np.testing.assert_allclose(np.asarray(aux["scores"]), out.sequences_scores.numpy(), atol=1e-4)
+  length = 8
+  for alpha in (0.6, None):
+    with torch.no_grad():
+      out = hf.generate(input_ids=torch.tensor(enc, dtype=torch.long),
+                        attention_mask=torch.tensor(enc != 0, dtype=torch.long),
+                        do_sample=False, num_beams=4, early_stopping=False,
+                        max_new_tokens=length, min_length=0, return_dict_in_generate=True,
+                        output_scores=True, **({} if alpha is None else {"length_penalty": alpha}))
+    want = out.sequences.numpy()[:, 1:]
+    want = np.pad(want, ((0, 0), (0, length - want.shape[1])))
+    beam = functools.partial(decoding.beam_search, length_penalty="hf")
+    tokens, aux = _model(config, beam, **({} if alpha is None else {"alpha": alpha})
+                         ).predict_batch_with_aux(
+        params, {"encoder_input_tokens": enc,
+                 "decoder_input_tokens": np.zeros((3, length), np.int32)}, num_decodes=4)
+    np.testing.assert_array_equal(np.asarray(tokens), want)
+    np.testing.assert_allclose(np.asarray(aux["scores"]), out.sequences_scores.numpy(),
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["t5_1_0", "t5_1_1"])
