@@ -182,7 +182,7 @@ class Decoder(nn.Module):
           nn.with_logical_partitioning(nn.initializers.normal(cfg.d_model ** -0.5),
                                        ("embed", "vocab")),
           (cfg.d_model, cfg.vocab_size), cfg.params_dtype)
-      logits = layers.dense(x, kernel.astype(cfg.compute_dtype))
+      logits = layers.logits_dense(x, kernel.astype(cfg.compute_dtype))
     logits = nn.with_logical_constraint(logits.astype(jnp.float32), ("batch", "length", "vocab"))
     return logits
 

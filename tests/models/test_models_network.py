@@ -141,6 +141,41 @@ def test_dropout_only_when_enabled_and_bfloat16_runs():
   assert float(jnp.abs(out - a).max()) < 0.5 * float(jnp.abs(a).max())
 
 
+@pytest.mark.parametrize("tied", [False, True])
+def test_bfloat16_logits_are_float32_products_with_bfloat16_gradients(tied):
+  # As T5X computes them: the product of bfloat16 operands, not rounded to bfloat16 after.
+  cfg = TransformerConfig(**{**CFG.__dict__, "dtype": "bfloat16", "dropout_rate": 0.0,
+                             "logits_via_embedding": tied})
+  model, variables = _init(cfg)
+  enc = jnp.arange(2, 18, dtype=jnp.int32).reshape(2, 8)
+  def hidden(params):  # the decoder's output before the logits, as the network computes it
+    state = {}
+
+    def keep(next_fun, args, kwargs, context):
+      out = next_fun(*args, **kwargs)
+      if context.module.name == "decoder_norm":
+        state["x"] = out
+      return out
+    with nn.intercept_methods(keep):
+      model.apply({"params": params}, enc, enc)
+    return state["x"]
+
+  params = nn.unbox(variables["params"])
+  logits = model.apply({"params": params}, enc, enc)
+  x = hidden(params)
+  if tied:
+    x, kernel = x * cfg.d_model ** -0.5, params["token_embedder"]["embedding"].T
+  else:
+    kernel = params["decoder"]["logits_dense"]
+  exact = (x.astype(jnp.bfloat16).astype(jnp.float32)
+           @ kernel.astype(jnp.bfloat16).astype(jnp.float32))
+  assert logits.dtype == jnp.float32
+  np.testing.assert_allclose(logits, exact, rtol=0, atol=1e-5)
+  assert float(jnp.abs(logits.astype(jnp.bfloat16).astype(jnp.float32) - exact).max()) > 1e-4
+  grads = jax.grad(lambda p: model.apply({"params": p}, enc, enc).sum())(params)
+  assert all(np.isfinite(g).all() for g in jax.tree.leaves(grads))
+
+
 def test_relative_buckets_match_transformers():
   torch = pytest.importorskip("torch")
   from transformers.models.t5.modeling_t5 import T5Attention
