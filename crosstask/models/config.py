@@ -54,6 +54,11 @@ class TransformerConfig:
   parameters keep the scanned layout. XLA:TPU plans it at about the loop's memory but
   3.6% more HBM bytes (T5 1.1 base on a v5e-8), so it is a GPU candidate, not a default.
   Training only: decoding runs unrolled.
+  `dropout_shared_along_length` draws each dropout mask once per feature and shares it
+  over the positions of a sequence, as T5X's network does (embeddings, residual branches,
+  the MLP's hidden layer, the decoder's output; attention probabilities share one mask
+  over the queries; the encoder's output alone is masked per element); False masks every
+  element, as HF's T5.
   `logits_via_embedding` ties the output layer to the token embedding and, as T5 1.0
   (and HF), rescales the decoder output by d_model**-0.5 first.
   `residual_dtype` is the residual stream's dtype, the sum every layer adds into (None:
@@ -72,6 +77,7 @@ class TransformerConfig:
   activations: tuple[str, ...] = ("relu",)
   logits_via_embedding: bool = True
   dropout_rate: float = 0.1
+  dropout_shared_along_length: bool = True
   relative_attention_num_buckets: int = 32
   relative_attention_max_distance: int = 128
   layer_norm_epsilon: float = 1e-6
@@ -173,6 +179,11 @@ class TransformerConfig:
     if self.scan_unroll == "full":
       return num_layers
     return 1 if self.scan_unroll == "auto" else self.scan_unroll
+
+  @property
+  def dropout_broadcast_dims(self) -> tuple[int, ...]:
+    """`nn.Dropout`'s broadcast_dims at the sites T5X shares a mask: the length axis."""
+    return (-2,) if self.dropout_shared_along_length else ()
 
   @property
   def compute_dtype(self) -> jnp.dtype:

@@ -332,7 +332,8 @@ class MultiHeadAttention(nn.Module):
     if bias is not None:
       logits = logits + bias
     weights = jax.nn.softmax(logits, axis=-1)
-    weights = nn.Dropout(cfg.dropout_rate)(weights, deterministic=not enable_dropout)
+    weights = nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
+        weights, deterministic=not enable_dropout)  # [b, h, q, k]: one mask for every query
     out = jnp.einsum("bhqk,bhkd->bhqd", weights.astype(dt), value)
     if groups > 1:  # [B, h, n*q, d] -> [B*n, h, q, d]
       out = jnp.swapaxes(out.reshape(batch, h, groups, -1, d), 1, 2)
@@ -367,7 +368,8 @@ class MlpBlock(nn.Module):
       branch = activation(act)(branch_input)
       hidden = branch if hidden is None else hidden * branch
     hidden = nn.with_logical_constraint(hidden, ("batch", "length", "mlp"))
-    hidden = nn.Dropout(cfg.dropout_rate)(hidden, deterministic=not enable_dropout)
+    hidden = nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
+        hidden, deterministic=not enable_dropout)
     wo = _param(self, "wo", nn.initializers.normal(cfg.d_ff ** -0.5),
                 (cfg.d_ff, cfg.d_model), ("mlp", "embed"), pdt)
     out = dense(hidden, wo.astype(dt))

@@ -176,6 +176,37 @@ def test_bfloat16_logits_are_float32_products_with_bfloat16_gradients(tied):
   assert all(np.isfinite(g).all() for g in jax.tree.leaves(grads))
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_dropout_masks_are_shared_along_the_sequence_as_t5x_draws_them(shared):
+  # T5X's network draws one mask per feature for all positions (embeddings, residual
+  # branches, the MLP's hidden layer, the decoder's output) and one for all queries over
+  # attention probabilities; only the encoder's output is masked per element.
+  cfg = TransformerConfig(**{**CFG.__dict__, "dropout_rate": 0.5,
+                             "dropout_shared_along_length": shared})
+  model, variables = _init(cfg)
+  enc = jnp.arange(2, 18, dtype=jnp.int32).reshape(2, 8)
+  sites = []
+
+  def record(next_fun, args, kwargs, context):
+    out = next_fun(*args, **kwargs)
+    if isinstance(context.module, nn.Dropout) and context.method_name == "__call__":
+      kept, valid = np.asarray(out != 0), np.asarray(args[0] != 0)  # causal zeros: either
+      along = not np.any((kept & valid).any(-2) & (~kept & valid).any(-2))
+      sites.append(("/".join(context.module.scope.path), args[0].ndim, bool(along)))
+    return out
+
+  with nn.intercept_methods(record):
+    model.apply(variables, enc, enc, enc, enable_dropout=True,
+                rngs={"dropout": jax.random.PRNGKey(3)})
+  assert len(sites) == 4 + 2 * 4 + 2 * 6  # embeddings and outputs; 4 a layer, 6 a decoder one
+  per_element = [path for path, _, along in sites if not along]
+  if shared:
+    assert len(per_element) == 1 and per_element[0].startswith("encoder")
+    assert {ndim for path, ndim, _ in sites if "attention" in path} >= {4}  # probabilities
+  else:
+    assert len(per_element) == len(sites)
+
+
 def test_relative_buckets_match_transformers():
   torch = pytest.importorskip("torch")
   from transformers.models.t5.modeling_t5 import T5Attention
