@@ -206,6 +206,24 @@ def test_second_trainer_on_a_model_dir_refuses(tmp_path):
   assert checkpoints.steps_in(str(model_dir)) == [2] and not lock.exists()
 
 
+def test_a_start_that_fails_leaves_the_runs_saved_configuration(tmp_path):
+  # Resuming with another model's shapes is refused, and the run's config.gin, which
+  # --run_dir and the results table read, still describes the model that was trained.
+  run = tmp_path / 'run'
+  _train(run, 2, 'CHECKPOINT_PERIOD=2')
+  saved = {name: (run / name).read_bytes() for name in ('config.gin', 'operative_config.gin')}
+  assert b'd_ff = 64' in saved['config.gin']
+  with pytest.raises(faults.CheckpointMismatchError, match='checkpoint_2'):
+    _train(run, 4, 'config.TransformerConfig.d_ff = 128')
+  assert {name: (run / name).read_bytes() for name in saved} == saved
+  # A job's own output folder may not be a training run's, whose config it would replace.
+  from crosstask.runtime.jobs import restoring  # pylint: disable=g-import-not-at-top
+  with pytest.raises(gin_utils.GinConfigError,
+                     match=rf"EVAL_OUTPUT_DIR='{run}' is a training run's model directory"):
+    restoring.check_output_dir(str(run), 'EVAL_OUTPUT_DIR')
+  restoring.check_output_dir(str(run / 'eval'), 'EVAL_OUTPUT_DIR')
+
+
 def test_unwritable_or_full_model_dir_fails_before_training(tmp_path, monkeypatch):
   blocker = tmp_path / 'a_file'
   blocker.write_text('')

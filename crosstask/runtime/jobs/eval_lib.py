@@ -18,11 +18,10 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
   Parameters: `restoring.CheckpointJob`'s (model, dataset_cfg, restore_checkpoint_cfg,
   partitioner, output_dir, num_examples, prompt_with_targets, num_decodes).
   """
+  restoring.check_output_dir(job.output_dir, 'EVAL_OUTPUT_DIR')
   evaluator = evaluation.Evaluator(job.dataset_cfg, job.output_dir,
                                    progress.writer(job.output_dir),
                                    num_examples=job.num_examples)
-  gin_utils.summarize_gin_config(job.output_dir)
-  gin_utils.write_operative_config(job.output_dir)
   if not evaluator.has_tasks:
     raise ValueError(f"'{job.dataset_cfg.mixture_or_task_name}' has no task with metrics to "
                      f"evaluate on split '{job.dataset_cfg.split}'.")
@@ -30,6 +29,9 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
   results = {}
   for step, state_dir in restoring.checkpoint_dirs(job.restore_checkpoint_cfg):
     params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies)
+    if not results:  # Once a checkpoint has loaded: a failed start leaves them as they were.
+      gin_utils.summarize_gin_config(job.output_dir)
+      gin_utils.write_operative_config(job.output_dir)
     results[step] = evaluator.evaluate(runner, params, step)
     console.say(f'{restoring.checkpoint_name(state_dir)}: {results[step]}')
   return results

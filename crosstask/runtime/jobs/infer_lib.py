@@ -92,6 +92,7 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
   `restore_checkpoint_cfg` mode 'all', the newest checkpoint.
   """
   dataset_cfg, output_dir = job.dataset_cfg, job.output_dir
+  restoring.check_output_dir(output_dir, 'INFER_OUTPUT_DIR')
   if vocabularies.seqio_installed():
     mixture = data.get_mixture_or_task(dataset_cfg.mixture_or_task_name)
     data.check_split(mixture, dataset_cfg.split)

@@ -5,11 +5,13 @@ Kept apart so that sibling jobs import this module rather than each other.
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gin
 
+from crosstask.runtime.config import gin_utils
 from crosstask.runtime.config import run as run_lib
 from crosstask.runtime.config import saved_run
 from crosstask.runtime.data import pipeline as data
@@ -107,6 +109,18 @@ def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int,
   if cfg.mode == 'latest':
     steps = steps[-1:]
   return [(s, checkpoints.state_item(path, s)) for s in sorted(steps)]
+
+
+def check_output_dir(output_dir: str, macro: str) -> None:
+  """Refuses an output folder that is a training run's model directory, whose saved
+  configuration (config.gin) the job's own would replace."""
+  step_dir = re.compile(rf'{checkpoints.STEP_PREFIX}_\d+$')
+  if output_dir and os.path.isdir(output_dir) and any(
+      step_dir.match(name) for name in os.listdir(output_dir)):
+    raise gin_utils.GinConfigError(
+        f"{macro}='{output_dir}' is a training run's model directory: this job's config.gin "
+        "would replace the run's. Give it a folder of its own (--run_dir writes to DIR/eval "
+        "or DIR/infer).")
 
 
 def checkpoint_name(state_dir: str) -> str:

@@ -142,7 +142,6 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   trainer = trainer_lib.Trainer(run, tx, schedule)
   faults.check_free_space(model_dir, faults.state_bytes(trainer.abstract_state()))
   writer = progress.writer(os.path.join(model_dir, 'train'))
-  job.summarize_config_fn(model_dir, writer, 0)
   partitioning.wait_for_all_processes('crosstask_train_setup')
   mgr = checkpoints.manager(model_dir, checkpoint_cfg)
   latest = mgr.latest_step()
@@ -217,6 +216,9 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
       pending = (step, batch, metrics)
       report.update(step, metrics)
       if step == start + 1:
+        # Once a step has run on what was restored: a start that fails (another model's
+        # checkpoint, other batch shapes) leaves the run's saved configuration as it was.
+        job.summarize_config_fn(model_dir, writer, start)
         gin_utils.write_operative_config(model_dir)
       if step % checkpoint_cfg.period == 0 or step == total_steps:
         save(step)
