@@ -1,4 +1,5 @@
-"""Where data lives: the official benchmark root and the bundled sample."""
+"""Where data lives: the official benchmark root and the bundled sample, and the error a
+file there that cannot be read as its format raises."""
 
 import contextlib
 import os
@@ -7,6 +8,13 @@ from collections.abc import Iterator
 
 DATA_DIR_ENV = "CROSSTASK_DATA_DIR"
 SAMPLE_DIR = pathlib.Path(__file__).parent / "data" / "sample"
+
+
+class DataError(ValueError):
+  """Malformed or inconsistent data; the message names where ("path:line", "path[record 3]").
+
+  Here, beside the data root, so that the entry points, which may not import the task
+  layer whose readers raise it, report it in one line."""
 
 
 def data_dir() -> pathlib.Path | None:

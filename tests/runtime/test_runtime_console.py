@@ -194,27 +194,33 @@ def test_an_entry_points_error_prints_without_gins_call_notes(capsys):
   assert "STEPS=-1: not a number of steps" in err and "In call to" not in err, err
 
 
-def test_a_missing_file_is_one_line_unless_verbose(capsys):
-  """A data or checkpoint file that is not there: the message names it (exit 1); --verbose
-  keeps the traceback."""
+@pytest.mark.parametrize('fault', ['missing', 'malformed'])
+def test_a_missing_or_malformed_file_is_one_line_unless_verbose(capsys, fault):
+  """A data or checkpoint file that is not there, or a data file that is not its format
+  (`paths.DataError`, which the task layer's readers raise): the message names it (exit
+  1); --verbose keeps the traceback."""
   import gin  # pylint: disable=g-import-not-at-top
   from crosstask.runtime.config import gin_utils  # pylint: disable=g-import-not-at-top
+  from crosstask.tasks.common import readers  # pylint: disable=g-import-not-at-top
+  error, message = {
+      'missing': (FileNotFoundError,
+                  "CSL split 'test' needs all four benchmark files; missing: a.tsv"),
+      'malformed': (readers.DataError,
+                    'ts/train.tsv:50: expected 3 tab-separated columns, got 2')}[fault]
 
-  @gin.configurable('console_test_reader')
+  @gin.configurable(f'console_test_reader_{fault}')
   def job(split=gin.REQUIRED):
-    raise FileNotFoundError(f"CSL split '{split}' needs all four benchmark files; missing: "
-                            "a.tsv")
+    raise error(message)
 
-  argv = ["--gin.console_test_reader.split='test'"]
+  argv = [f"--gin.console_test_reader_{fault}.split='test'"]
   gin.clear_config()
   try:
     with pytest.raises(SystemExit) as stop:
       gin_utils.run_main(job, argv, what='a test job')
     err = capsys.readouterr().err
-    assert stop.value.code == 1 and err.strip() == (
-        "ERROR: CSL split 'test' needs all four benchmark files; missing: a.tsv"), err
+    assert stop.value.code == 1 and err.strip() == f'ERROR: {message}', err
     gin.clear_config()
-    with pytest.raises(FileNotFoundError, match="missing: a.tsv"):
+    with pytest.raises(error, match=message[-20:]):
       gin_utils.run_main(job, argv + ['--verbose'], what='a test job')
   finally:
     gin.clear_config()

@@ -15,6 +15,8 @@ from typing import Any, Collection, Mapping, Sequence
 
 import gin
 
+from crosstask.paths import DataError
+
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_SEARCH_PATHS = (str(PACKAGE_DIR / 'gin'), str(PACKAGE_DIR / 't5x_configs'),
                         str(PACKAGE_DIR))
@@ -319,9 +321,10 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     if isinstance(e, faults.Preempted):
       console.say(console.without_gin_call_notes(str(e)))
       raise SystemExit(faults.PREEMPTED_EXIT_CODE)
-    # A missing data or checkpoint file: its message names the path (--verbose: traceback).
-    if isinstance(e, faults.EXPECTED_FAULTS) or (isinstance(e, FileNotFoundError)
-                                                 and not verbose):
+    # A missing data or checkpoint file, or a malformed data file: its message names the
+    # path (--verbose: traceback).
+    if isinstance(e, faults.EXPECTED_FAULTS) or (
+        isinstance(e, (FileNotFoundError, DataError)) and not verbose):
       console.error(str(e))
       raise SystemExit(1)
     raise

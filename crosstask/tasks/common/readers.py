@@ -25,8 +25,7 @@ ON_BAD_ROW = ("raise", "skip")
 _SKIP_HINT = " (pass on_bad_row='skip' to skip such rows)"
 
 
-class DataError(ValueError):
-  """Malformed or inconsistent data; the message names where ("path:line", "path[record 3]")."""
+DataError = paths.DataError  # Malformed data: the message names the file and line.
 
 
 @dataclasses.dataclass
