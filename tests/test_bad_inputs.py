@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 import numpy as np
 import pytest
 
+from crosstask.runtime.config.gin_utils import GinConfigError
 from crosstask.runtime.data.pipeline import TaskConfigError
 from crosstask.runtime.report.faults import CheckpointMismatchError
 
@@ -220,6 +221,41 @@ add_cases([
      SystemExit, r"Unexpected argument 'train\.gin'"),
     ('flag-missing-value', lambda: _run_main(['--gin_file']),
      SystemExit, r'Flag --gin_file needs a value'),
+])
+
+
+def _train_with(*bindings):
+  """Train as the entry point calls it, with `bindings` over a valid tiny run."""
+  import gin
+  import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
+  from crosstask.runtime.config import gin_utils
+  from crosstask.runtime.jobs import train_lib
+  model_dir = scratch('counts') / 'run'
+  gin.clear_config()
+  try:
+    gin_utils.parse([TINY, 'runs/finetune.gin'], [
+        f"MODEL_DIR='{model_dir}'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='runtime_counted'",
+        "MIXTURE_OR_TASK_MODULE='runtime_helpers'", 'BATCH_SIZE=8', 'EVAL_PERIOD=0',
+        "TASK_FEATURE_LENGTHS={'inputs': 16, 'targets': 16}", *bindings])
+    gin_utils.call_configured(train_lib.train, 'train')
+  finally:
+    gin.clear_config()
+
+
+# Counts and layouts a run would otherwise take late, or wrongly: trained and kept nothing
+# (CHECKPOINTS_TO_KEEP=0), a ZeroDivisionError, "'<' not supported between 'int' and
+# 'str'" or a traceback. Each is refused before anything is read, naming the macro.
+add_cases([
+    ('train-steps-quoted', lambda: _train_with("TRAIN_STEPS='4'"), GinConfigError,
+     r"TRAIN_STEPS='4': expected a whole number of at least 1 \(unquoted\)"),
+    ('train-keeps-no-checkpoint', lambda: _train_with('CHECKPOINTS_TO_KEEP=0'), GinConfigError,
+     r'CHECKPOINTS_TO_KEEP=0: expected a whole number of at least 1'),
+    ('train-checkpoint-period-zero', lambda: _train_with('CHECKPOINT_PERIOD=0'), GinConfigError,
+     r'CHECKPOINT_PERIOD=0: expected a whole number of at least 1'),
+    ('train-batch-size-zero', lambda: _train_with('BATCH_SIZE=0'), GinConfigError,
+     r'BATCH_SIZE=0: expected a whole number of at least 1'),
+    ('train-layout-misspelt', lambda: _train_with("LAYOUT='fdsp'"), GinConfigError,
+     r"Partitioner\.layout='fdsp' \(gin LAYOUT\): expected one of"),
 ])
 
 

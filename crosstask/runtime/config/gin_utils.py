@@ -14,6 +14,7 @@ import sys
 from typing import Any, Collection, Mapping, Sequence
 
 import gin
+import numpy as np
 
 from crosstask.paths import DataError
 
@@ -229,6 +230,16 @@ def call_configured(fn, what: str):
       raise GinConfigError(f'Gin configuration of {what} is incomplete (did you pass a model '
                            f'gin file and a runs/*.gin file?):\n{e}') from e
     raise
+
+
+def check_count(macro: str, value: Any, least: int) -> None:
+  """Refuses a count that is not a whole number of at least `least`, named by the macro
+  the shipped run gins set it with, before the job starts: a quoted '4', a period of 0
+  or no checkpoint kept failed late, or ran and kept nothing."""
+  whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+  if not whole or value < least:
+    raise GinConfigError(f'{macro}={value!r}: expected a whole number of at least {least}'
+                         + (' (unquoted)' if isinstance(value, str) else '') + '.')
 
 
 def summarize_gin_config(model_dir: str, summary_writer=None, step: int = 0) -> None:

@@ -133,6 +133,7 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
   _check_lengths(lengths)
   if pack is None:
     pack = bool(first.pack) if first is not None else False
+  gin_utils.check_count('BATCH_SIZE', batch_size, 1)
   if pads_batch:
     batch_size = batching.global_batch_size(batch_size, partitioner.data_size)
   else:

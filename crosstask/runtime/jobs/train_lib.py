@@ -91,6 +91,13 @@ def train(*,
   point's `report_guard` sees each evaluation's task and split against what the run
   trains on (and its initial checkpoint was trained on) before anything is read.
   """
+  checkpoint_cfg = checkpoint_cfg or checkpoints.SaveCheckpointConfig()
+  for macro, value, least in (('TRAIN_STEPS', total_steps, 1), ('EVAL_PERIOD', eval_period, 0),
+                              ('EVAL_STEPS', eval_steps, 1), ('LOG_EVERY', log_every, 1),
+                              ('CHECKPOINT_PERIOD', checkpoint_cfg.period, 1),
+                              ('CHECKPOINTS_TO_KEEP', checkpoint_cfg.keep, 1)):
+    if not (value is None and macro == 'CHECKPOINTS_TO_KEEP'):  # None keeps every one
+      gin_utils.check_count(macro, value, least)
   model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
   run = run_lib.resolve(model, partitioner,
@@ -105,8 +112,8 @@ def train(*,
       cfg = run.dataset(role)
       if cfg is not None:
         report_guard(trained, cfg.mixture_or_task_name, cfg.split)
-  job = TrainJob(run=run, model_dir=model_dir, total_steps=total_steps,
-                 checkpoint_cfg=checkpoint_cfg or checkpoints.SaveCheckpointConfig(),
+  job = TrainJob(run=run, model_dir=model_dir, total_steps=int(total_steps),
+                 checkpoint_cfg=checkpoint_cfg,
                  restore_checkpoint_cfg=restore_checkpoint_cfg, optimizer_fn=optimizer_fn,
                  eval_period=eval_period, eval_steps=eval_steps, random_seed=random_seed,
                  log_every=log_every, summarize_config_fn=summarize_config_fn)
@@ -160,6 +167,9 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   else:
     state = trainer.init_state(job.random_seed)
   start = int(jax.device_get(state['step']))
+  if start >= total_steps:
+    console.say(f'{model_dir} is at step {start}, TRAIN_STEPS={total_steps}: nothing to '
+                'train (raise TRAIN_STEPS to continue).')
 
   train_eval = infer_eval = runner = None
   if eval_period and infer_eval_dataset_cfg is not None:
