@@ -206,7 +206,7 @@ def test_second_trainer_on_a_model_dir_refuses(tmp_path):
   assert checkpoints.steps_in(str(model_dir)) == [2] and not lock.exists()
 
 
-def test_a_start_that_fails_leaves_the_runs_saved_configuration(tmp_path):
+def test_a_start_that_fails_leaves_the_runs_saved_configuration(tmp_path, capsys):
   # Resuming with another model's shapes is refused, and the run's config.gin, which
   # --run_dir and the results table read, still describes the model that was trained.
   run = tmp_path / 'run'
@@ -216,6 +216,9 @@ def test_a_start_that_fails_leaves_the_runs_saved_configuration(tmp_path):
   with pytest.raises(faults.CheckpointMismatchError, match='checkpoint_2'):
     _train(run, 4, 'config.TransformerConfig.d_ff = 128')
   assert {name: (run / name).read_bytes() for name in saved} == saved
+  capsys.readouterr()
+  assert _train(run, 1)[0] == 2  # A run past TRAIN_STEPS says so, and trains nothing.
+  assert f'{run} is at step 2, TRAIN_STEPS=1: nothing to train' in capsys.readouterr().out
   # A job's own output folder may not be a training run's, whose config it would replace.
   from crosstask.runtime.jobs import restoring  # pylint: disable=g-import-not-at-top
   with pytest.raises(gin_utils.GinConfigError,
