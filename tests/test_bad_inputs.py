@@ -24,6 +24,7 @@ import pytest
 from crosstask.runtime.config.gin_utils import GinConfigError
 from crosstask.runtime.data.pipeline import TaskConfigError
 from crosstask.runtime.report.faults import CheckpointMismatchError
+from crosstask.runtime.sharding.partitioning import LayoutError
 
 
 
@@ -254,7 +255,7 @@ add_cases([
      r'CHECKPOINT_PERIOD=0: expected a whole number of at least 1'),
     ('train-batch-size-zero', lambda: _train_with('BATCH_SIZE=0'), GinConfigError,
      r'BATCH_SIZE=0: expected a whole number of at least 1'),
-    ('train-layout-misspelt', lambda: _train_with("LAYOUT='fdsp'"), GinConfigError,
+    ('train-layout-misspelt', lambda: _train_with("LAYOUT='fdsp'"), LayoutError,
      r"Partitioner\.layout='fdsp' \(gin LAYOUT\): expected one of"),
 ])
 

@@ -36,8 +36,8 @@ class TransformerConfig:
   attention forward runs twice), "dots_attention_norms" also RMSNorm's outputs (no norm
   is recomputed); "auto" is read as "none" (models/remat.py). What is kept shrinks in
   that order (none, dots, minimal, full), and so does the memory XLA plans for a
-  scanned stack; in an unrolled stack each policy still plans less than "none", but
-  XLA:CPU's scheduler can place the recomputation so that the order differs
+  scanned stack; in an unrolled stack XLA:CPU's scheduler can place the recomputation so
+  that the order differs, and "minimal" can plan more than "none"
   (tests/models/test_models_remat.py).
   `attention` picks the attention implementation: "xla" (einsum; "auto" is read as
   "xla"), "dot_product", "cudnn", "cudnn_segments" or "flash" (fused kernels that skip

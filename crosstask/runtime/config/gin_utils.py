@@ -324,8 +324,10 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
       write_operative_config(model_dir)
   except Exception as e:  # pylint: disable=broad-except
     from crosstask.runtime.data import pipeline  # pylint: disable=import-outside-toplevel
-    # A mistake in the configuration: a binding, or a task, split or module not there.
-    if isinstance(e, (GinConfigError, pipeline.TaskConfigError)):
+    from crosstask.runtime.sharding import partitioning  # pylint: disable=import-outside-toplevel
+    # A mistake in the configuration: a binding, a task, split or module not there, or a
+    # layout or batch the devices cannot take.
+    if isinstance(e, (GinConfigError, pipeline.TaskConfigError, partitioning.LayoutError)):
       console.error(str(e))
       raise SystemExit(2)
     from crosstask.runtime.report import faults  # What a run meets, said without a traceback.

@@ -30,7 +30,10 @@ import numpy as np
 from jax.experimental import mesh_utils
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
-from crosstask.runtime.config import gin_utils
+class LayoutError(ValueError):
+  """A mesh, layout or batch the devices cannot take; the message names the gin macro to
+  change (entry points print it as one line, as a gin mistake)."""
+
 
 LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
 
@@ -78,7 +81,7 @@ def layout_rules(layout: str) -> LogicalRules:
 
 def check_layout(layout: str) -> None:
   if layout not in LAYOUTS:
-    raise gin_utils.GinConfigError(f'Partitioner.layout={layout!r} (gin LAYOUT): expected one of {LAYOUTS}.')
+    raise LayoutError(f'Partitioner.layout={layout!r} (gin LAYOUT): expected one of {LAYOUTS}.')
 
 
 def mesh_shapes(layout: str, num_devices: int, num_partitions: int = 1,
@@ -90,16 +93,16 @@ def mesh_shapes(layout: str, num_devices: int, num_partitions: int = 1,
   """
   check_layout(layout)
   if num_slices < 1 or num_devices % num_slices:
-    raise gin_utils.GinConfigError(f'Partitioner.num_slices={num_slices} must divide the number of '
+    raise LayoutError(f'Partitioner.num_slices={num_slices} must divide the number of '
                      f'devices ({num_devices}).')
   per_slice = num_devices // num_slices
   if num_partitions < 1 or per_slice % num_partitions:
-    raise gin_utils.GinConfigError(
+    raise LayoutError(
         f'Partitioner.num_partitions={num_partitions} must divide the number of '
         f'devices ({num_devices})' + (f' per slice ({per_slice})' if num_slices > 1 else '')
         + '.')
   if layout.endswith('tensor') and num_partitions == 1:
-    raise gin_utils.GinConfigError(f"Partitioner.layout='{layout}' splits tensors over the 'model' axis, "
+    raise LayoutError(f"Partitioner.layout='{layout}' splits tensors over the 'model' axis, "
                      'whose size is NUM_PARTITIONS (Partitioner.num_partitions): set it '
                      f'above 1 (a divisor of the {per_slice} devices per slice).')
   rest = per_slice // num_partitions
@@ -234,7 +237,7 @@ class Partitioner:
       ways = math.prod(self.mesh.shape[a] for a in axes)
       if size % ways:
         over = ' x '.join(f"'{a}' (size {self.mesh.shape[a]})" for a in axes)
-        raise gin_utils.GinConfigError(
+        raise LayoutError(
             f"{self.describe()} would shard parameter '{name}' dimension {dim} "
             f"('{logical[dim]}', size {size}) over mesh axis {over}, which does not divide "
             f'it; XLA would silently replicate or pad it. Choose NUM_PARTITIONS '
@@ -246,15 +249,15 @@ class Partitioner:
     evenly: the one place this is decided (`run.resolve` asks it once per run)."""
     n = self.data_size
     if global_batch % n:
-      raise gin_utils.GinConfigError(
+      raise LayoutError(
           f'{what}={global_batch} (the global batch) does not divide over the {n} batch '
           f"shards of {self.describe()} (the {n}-way data axes 'data' x 'fsdp'); use a "
           f'multiple of {n}.')
     if num_microbatches < 1 or global_batch % num_microbatches:
-      raise gin_utils.GinConfigError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
+      raise LayoutError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
                        f'split the batch of {global_batch} into equal microbatches.')
     if (global_batch // num_microbatches) % n:
-      raise gin_utils.GinConfigError(
+      raise LayoutError(
           f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) splits the batch of '
           f'{global_batch} into microbatches of {global_batch // num_microbatches} rows, which '
           f'do not divide over the {n} batch shards of {self.describe()}.')
