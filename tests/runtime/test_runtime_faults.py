@@ -206,6 +206,7 @@ def test_second_trainer_on_a_model_dir_refuses(tmp_path):
   assert checkpoints.steps_in(str(model_dir)) == [2] and not lock.exists()
 
 
+@pytest.mark.slow(seconds=5)  # three short runs
 def test_a_start_that_fails_leaves_the_runs_saved_configuration(tmp_path, capsys):
   # Resuming with another model's shapes is refused, and the run's config.gin, which
   # --run_dir and the results table read, still describes the model that was trained.
