@@ -5,7 +5,6 @@ Kept apart so that sibling jobs import this module rather than each other.
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -114,9 +113,7 @@ def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int,
 def check_output_dir(output_dir: str, macro: str) -> None:
   """Refuses an output folder that is a training run's model directory, whose saved
   configuration (config.gin) the job's own would replace."""
-  step_dir = re.compile(rf'{checkpoints.STEP_PREFIX}_\d+$')
-  if output_dir and os.path.isdir(output_dir) and any(
-      step_dir.match(name) for name in os.listdir(output_dir)):
+  if output_dir and checkpoints.steps_in(output_dir):
     raise gin_utils.GinConfigError(
         f"{macro}='{output_dir}' is a training run's model directory: this job's config.gin "
         "would replace the run's. Give it a folder of its own (--run_dir writes to DIR/eval "

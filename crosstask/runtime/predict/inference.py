@@ -71,11 +71,6 @@ class Inference:
     self._score = jax.jit(model.score_batch, in_shardings=(param_shardings, data_sharding),
                           out_shardings=data_sharding)
 
-  def _replicated(self, value: np.ndarray) -> jax.Array:
-    """`value`, which every host holds, as a global array on every device of the mesh."""
-    return jax.make_array_from_callback(np.shape(value), self.partitioner.replicated,
-                                        lambda _: value)
-
   def _host_batches(self, ds) -> Iterator[tuple[np.ndarray, dict]]:
     """(indices, features) numpy batches of an enumerated tf.data dataset."""
     yield from _without_autotuning(ds.batch(self.batch_size)).as_numpy_iterator()
@@ -94,8 +89,10 @@ class Inference:
     with self.partitioner.context():
       for number, (index, batch, n) in enumerate(self._batches(host_batches)):
         try:
+          placed = batching.to_device({'batch_number': np.int32(number)},
+                                      self.partitioner.replicated)
           tokens, aux = self._decode(params, batch, *self._encode(params, batch),
-                                     self._replicated(np.int32(number)))
+                                     placed['batch_number'])
         except jax.errors.JaxRuntimeError as e:
           for options in self._predict_options.values():
             platform.raise_if_options_refused(

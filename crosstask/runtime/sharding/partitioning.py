@@ -30,6 +30,7 @@ import numpy as np
 from jax.experimental import mesh_utils
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
+
 class LayoutError(ValueError):
   """A mesh, layout or batch the devices cannot take; the message names the gin macro to
   change (entry points print it as one line, as a gin mistake)."""
@@ -94,7 +95,7 @@ def mesh_shapes(layout: str, num_devices: int, num_partitions: int = 1,
   check_layout(layout)
   if num_slices < 1 or num_devices % num_slices:
     raise LayoutError(f'Partitioner.num_slices={num_slices} must divide the number of '
-                     f'devices ({num_devices}).')
+                      f'devices ({num_devices}).')
   per_slice = num_devices // num_slices
   if num_partitions < 1 or per_slice % num_partitions:
     raise LayoutError(
@@ -103,8 +104,8 @@ def mesh_shapes(layout: str, num_devices: int, num_partitions: int = 1,
         + '.')
   if layout.endswith('tensor') and num_partitions == 1:
     raise LayoutError(f"Partitioner.layout='{layout}' splits tensors over the 'model' axis, "
-                     'whose size is NUM_PARTITIONS (Partitioner.num_partitions): set it '
-                     f'above 1 (a divisor of the {per_slice} devices per slice).')
+                      'whose size is NUM_PARTITIONS (Partitioner.num_partitions): set it '
+                      f'above 1 (a divisor of the {per_slice} devices per slice).')
   rest = per_slice // num_partitions
   ici = (1, rest, num_partitions) if 'fsdp' in layout else (rest, 1, num_partitions)
   return ici, (num_slices, 1, 1)
@@ -255,7 +256,7 @@ class Partitioner:
           f'multiple of {n}.')
     if num_microbatches < 1 or global_batch % num_microbatches:
       raise LayoutError(f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) must '
-                       f'split the batch of {global_batch} into equal microbatches.')
+                        f'split the batch of {global_batch} into equal microbatches.')
     if (global_batch // num_microbatches) % n:
       raise LayoutError(
           f'NUM_MICROBATCHES={num_microbatches} (Trainer.num_microbatches) splits the batch of '
