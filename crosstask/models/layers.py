@@ -67,6 +67,13 @@ def logits_dense(x: jax.Array, w: jax.Array) -> jax.Array:
   return out.reshape(x.shape[:-1] + w.shape[1:])
 
 
+def dropout(cfg: TransformerConfig, *, per_element: bool = False) -> nn.Dropout:
+  """The network's dropout: one mask per feature, shared over a sequence's positions where
+  the config shares them (`dropout_shared_along_length`, as T5X), else per element."""
+  return nn.Dropout(cfg.dropout_rate,
+                    broadcast_dims=() if per_element else cfg.dropout_broadcast_dims)
+
+
 def activation(name: str) -> Callable[[jax.Array], jax.Array]:
   """Name -> function; "gelu" is the tanh form (HF gelu_new, T5X)."""
   return {
@@ -332,8 +339,8 @@ class MultiHeadAttention(nn.Module):
     if bias is not None:
       logits = logits + bias
     weights = jax.nn.softmax(logits, axis=-1)
-    weights = nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
-        weights, deterministic=not enable_dropout)  # [b, h, q, k]: one mask for every query
+    # [b, h, q, k]: one mask for every query.
+    weights = dropout(cfg)(weights, deterministic=not enable_dropout)
     out = jnp.einsum("bhqk,bhkd->bhqd", weights.astype(dt), value)
     if groups > 1:  # [B, h, n*q, d] -> [B*n, h, q, d]
       out = jnp.swapaxes(out.reshape(batch, h, groups, -1, d), 1, 2)
@@ -368,8 +375,7 @@ class MlpBlock(nn.Module):
       branch = activation(act)(branch_input)
       hidden = branch if hidden is None else hidden * branch
     hidden = nn.with_logical_constraint(hidden, ("batch", "length", "mlp"))
-    hidden = nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
-        hidden, deterministic=not enable_dropout)
+    hidden = dropout(cfg)(hidden, deterministic=not enable_dropout)
     wo = _param(self, "wo", nn.initializers.normal(cfg.d_ff ** -0.5),
                 (cfg.d_ff, cfg.d_model), ("mlp", "embed"), pdt)
     out = dense(hidden, wo.astype(dt))

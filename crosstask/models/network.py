@@ -28,9 +28,7 @@ class _Layer(nn.Module):
 
 
 def _dropout(layer: _Layer, y: jax.Array) -> jax.Array:
-  cfg = layer.config
-  return nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
-      y, deterministic=not layer.enable_dropout)
+  return layers.dropout(layer.config)(y, deterministic=not layer.enable_dropout)
 
 
 def _attention_sublayer(layer: _Layer, x, keys_values, mask, position_bias, *, norm: str,
@@ -121,13 +119,12 @@ class Encoder(nn.Module):
     position_bias = layers.RelativePositionBias(cfg, bidirectional=True, name="relpos_bias")(
         length, length)
     x = self.shared_embedding(tokens)
-    x = nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
-        x, deterministic=not enable_dropout)
+    x = layers.dropout(cfg)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
     x = _layer_stack(EncoderLayer, cfg, cfg.num_encoder_layers, x, position_bias, mask,
                      enable_dropout=enable_dropout)
     x = layers.RMSNorm(cfg, name="encoder_norm")(x)
-    x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not enable_dropout)  # per element, as T5X
+    x = layers.dropout(cfg, per_element=True)(x, deterministic=not enable_dropout)  # as T5X
     return nn.with_logical_constraint(x, _EMBED)
 
 
@@ -170,15 +167,13 @@ class Decoder(nn.Module):
       # with another start token (LongLM: 1) see that one. Masks come from the targets.
       tokens = jnp.where(tokens == 0, cfg.decoder_start_id, tokens)
     x = self.shared_embedding(tokens)
-    x = nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
-        x, deterministic=not enable_dropout)
+    x = layers.dropout(cfg)(x, deterministic=not enable_dropout)
     x = nn.with_logical_constraint(x, _EMBED)
     x = _layer_stack(DecoderLayer, cfg, cfg.num_decoder_layers, x, position_bias, self_mask,
                      encoded, cross_mask, decode_position, enable_dropout=enable_dropout,
                      decode=decode, cache_length=max_decode_length)
     x = layers.RMSNorm(cfg, name="decoder_norm")(x)
-    x = nn.Dropout(cfg.dropout_rate, broadcast_dims=cfg.dropout_broadcast_dims)(
-        x, deterministic=not enable_dropout)
+    x = layers.dropout(cfg)(x, deterministic=not enable_dropout)
     if cfg.logits_via_embedding:
       logits = self.shared_embedding.attend(x * (cfg.d_model ** -0.5))
     else:
