@@ -112,18 +112,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="score EXT-LEAD/HEURISTIC/ORACLE on the data root's data")
   startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
+  runs = []  # (table, row, path, task)
+  for spec in args.run:
+    try:
+      head, path = spec.split("=", 1)
+      table, row = head.split(":", 1)
+    except ValueError:
+      parser.error(f"--run {spec!r}: expected TABLE:ROW=PATH[#TASK]")
+    if table not in PAPER:
+      parser.error(f"--run {spec!r}: table must be one of {sorted(PAPER)}")
+    path, _, task = path.partition("#")
+    runs.append((table, row, path, task or None))
   ours: dict[str, dict] = {}
   try:
-    for spec in args.run:
-      try:
-        head, path = spec.split("=", 1)
-        table, row = head.split(":", 1)
-      except ValueError:
-        parser.error(f"--run {spec!r}: expected TABLE:ROW=PATH[#TASK]")
-      if table not in PAPER:
-        parser.error(f"--run {spec!r}: table must be one of {sorted(PAPER)}")
-      path, _, task = path.partition("#")
-      ours.setdefault(table, {})[row] = read_metrics(path, task or None)
+    for table, row, path, task in runs:
+      ours.setdefault(table, {})[row] = read_metrics(path, task)
     if args.baselines:
       for table, rows in baseline_rows().items():
         ours.setdefault(table, {}).update(rows)

@@ -184,8 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   args = parser.parse_args(argv)
   try:
     print(write_submission(args.task, args.split, args.predictions, args.output_dir))
-  except (FileNotFoundError, ValueError, KeyError) as e:
-    print(f"ERROR: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
+  except (FileNotFoundError, ValueError) as e:  # a bad name, path or file, named in `e`
+    print(f"ERROR: {e}", file=sys.stderr)
     return 2
   return 0
 
