@@ -103,6 +103,21 @@ def test_scanned_layers_are_batch_dimensions_updated_as_separate_layers():
       np.testing.assert_allclose(ours[step]['wi'][layer], upd['wi'], rtol=2e-5, atol=1e-7)
 
 
+def test_the_size_floor_applies_to_matrices_only_as_in_t5x():
+  """T5X factors a 3-D kernel or a scanned parameter by its names at any size, and takes
+  optax's rule (two largest dimensions, both >= 128) for every matrix, names or not."""
+  plan = lambda shape, *names: adafactor.factoring(shape, names)
+  assert plan((64, 2, 32), 'embed', 'heads', 'kv') == adafactor.Factoring((0,), (1, 2), (0, 1, 2))
+  assert plan((3, 64, 96), 'layers', 'embed', 'mlp') == adafactor.Factoring((1,), (2,), (1, 2))
+  assert plan((64, 96), 'embed', 'mlp') == adafactor.Factoring((), (), (0, 1))  # 64 < 128
+  # A matrix ignores its names: optax's rule, here the factoring its names forbid.
+  assert plan((256, 300), 'heads', 'relpos_buckets') == adafactor.Factoring((0,), (1,), (0, 1))
+  assert plan((3, 64), 'layers', 'embed') == adafactor.Factoring((), (), (1,))
+  with pytest.raises(ValueError, match=r"incomplete Adafactor factor rule.*'embed', 'heads', "
+                                       r"'relpos_buckets'"):
+    plan((64, 2, 32), 'embed', 'heads', 'relpos_buckets')
+
+
 def test_update_with_other_axes_than_init_is_refused():
   kernel = {'query': jnp.ones((256, 4, 64))}
   state = optimizers.adafactor(1e-2, param_axes={'query': P('embed', 'heads', 'kv')}).init(kernel)

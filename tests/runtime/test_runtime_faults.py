@@ -163,7 +163,8 @@ def test_nonfinite_step_applies_no_update():
   from crosstask.runtime.state import trainer as trainer_lib
   run = run_lib.resolve(_poisoned_model(), partitioning.Partitioner(), batch_size=8,
                         lengths={'inputs': 16, 'targets': 16})
-  tx, sched = optimizers.create_optimizer(optimizers.adafactor, 1e-3, param_axes=run.param_axes)
+  sched = lambda count: 1e-3 * (count + 1)
+  tx, sched = optimizers.create_optimizer(optimizers.adafactor, sched, param_axes=run.param_axes)
   trainer = trainer_lib.Trainer(run, tx, sched)
   state = trainer.init_state(seed=0)
   before = jax.device_get(state)
@@ -185,6 +186,12 @@ def test_nonfinite_step_applies_no_update():
   assert int(after['step']) == int(before['step']) + 1
   jax.tree.map(np.testing.assert_array_equal, after['params'], before['params'])
   jax.tree.map(np.testing.assert_array_equal, after['opt_state'], before['opt_state'])
+  # The next step applies the rate of the optimizer's count, which the skip left at 0
+  # (T5X's rate of step 1 would be logged otherwise): the logged rate is the applied one.
+  batch['encoder_input_tokens'] = np.full((8, 16), 5, np.int32)
+  _, metrics = trainer.train_step(jax.device_put(after, trainer.state_shardings),
+                                  trainer.partitioner.shard_batch(batch), jax.random.key(0))
+  assert float(metrics['learning_rate']) == pytest.approx(1e-3)
 
 
 def test_second_trainer_on_a_model_dir_refuses(tmp_path):

@@ -3,6 +3,7 @@ device; state is placed from abstract shapes; microbatches span every data devic
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
@@ -279,10 +280,26 @@ def test_schedules():
   np.testing.assert_allclose(rsqrt(0), 0.1, rtol=1e-6)
   np.testing.assert_allclose(rsqrt(400), 0.05, rtol=1e-6)
   warm = optimizers.rsqrt_decay(1.0, warmup_steps=100, linear_warmup=True)
-  np.testing.assert_allclose(warm(49), 0.05, rtol=1e-6)
+  # T5X's 'constant * linear_warmup * rsqrt_decay': step / warmup_steps, 0 at step 0.
+  np.testing.assert_allclose([warm(0), warm(50), warm(100), warm(400)], [0.0, 0.05, 0.1, 0.05],
+                             rtol=1e-6)
   lin = optimizers.linear_decay(1e-3, total_steps=110, warmup_steps=10)
   np.testing.assert_allclose([lin(5), lin(10), lin(60), lin(110)], [5e-4, 1e-3, 5e-4, 0.0],
                              atol=1e-9)
   tx, sched = optimizers.create_optimizer(optimizers.adamw, 1e-3, grad_clip_norm=1.0,
                                           accumulate_steps=2, param_axes=None)
   assert isinstance(tx, optax.MultiSteps) and float(sched(7)) == pytest.approx(1e-3)
+
+
+def test_the_logged_rate_is_the_one_applied_under_accumulation():
+  """Under MultiSteps (k=2) the inner optimizer counts updates, not steps: after 4 steps
+  the schedule is at 2, where the train step would say 4."""
+  schedule = lambda count: 1e-3 * (count + 1)
+  tx, sched = optimizers.create_optimizer(optimizers.adamw, schedule, accumulate_steps=2,
+                                          param_axes=None)
+  params = {'w': jnp.ones(3)}
+  state = tx.init(params)
+  for _ in range(4):
+    _, state = tx.update({'w': jnp.ones(3)}, state, params)
+  assert float(trainer_lib.applied_learning_rate(sched, state, 4)) == pytest.approx(3e-3)
+  assert float(trainer_lib.applied_learning_rate(sched, (), 4)) == pytest.approx(5e-3)

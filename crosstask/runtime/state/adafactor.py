@@ -12,9 +12,9 @@ and is sharded like the parameter's remaining dimensions.
 The parameters' logical names are an argument of `adafactor` (`param_axes`, as
 a Run's `param_axes` gives them): a parameter without an entry there is an
 error, never silently factored another way, so a state built anywhere has the
-Trainer's shapes. A parameter whose entry is None is factored by optax's rule, the
-two largest dimensions; for 2-D parameters both rules pick the same dimensions and
-the updates equal optax.adafactor's.
+Trainer's shapes. Matrices and vectors (no batch dimension) and parameters whose
+entry is None take optax's rule, the two largest dimensions, so their updates equal
+optax.adafactor's; T5X does the same.
 """
 
 import dataclasses
@@ -78,28 +78,33 @@ class Factoring:
 def factoring(shape: Sequence[int], names: Sequence[str | None] | None, *, factored: bool = True,
               min_dim_size_to_factor: int = 128,
               rules: Mapping[str, str] = FACTOR_RULES) -> Factoring:
-  """The factoring of a parameter from its logical names (or, without, optax's rule).
+  """The factoring of a parameter, as T5X's Adafactor chooses it.
 
-  Factored when it has row and column dimensions holding at least
-  `min_dim_size_to_factor` elements each (for a matrix: both sides at least that
-  long, as in optax).
+  A vector or matrix without batch dimensions, or a parameter without names, takes
+  optax's rule: its two largest dimensions, when both hold at least
+  `min_dim_size_to_factor` elements. A named parameter of higher rank, or one with
+  batch dimensions, takes its names' rows and columns at any size (T5X applies the
+  size floor to matrices only); rows and columns beside an unruled dimension are
+  refused, as in T5X.
   """
   everything = tuple(range(len(shape)))
-  if names is None or len(names) != len(shape):
+  named = names is not None and len(names) == len(shape)
+  kinds = [rules.get(n, NONE) if n else NONE for n in names] if named else []
+  batch = {d for d, k in enumerate(kinds) if k == BATCH}
+  if not named or (len(shape) <= 2 and not batch):
     if not factored or len(shape) < 2:
       return Factoring((), (), everything)
     order = sorted(everything, key=lambda d: shape[d])  # Stable: ties keep their order.
     if shape[order[-2]] < min_dim_size_to_factor:
       return Factoring((), (), everything)
     return Factoring((order[-2],), (order[-1],), everything)
-  kinds = [rules.get(n, NONE) if n else NONE for n in names]
-  batch = {d for d, k in enumerate(kinds) if k == BATCH}
   averaged = tuple(d for d in everything if d not in batch)
   rows = tuple(d for d, k in enumerate(kinds) if k == ROW)
   cols = tuple(d for d, k in enumerate(kinds) if k == COLUMN)
-  big_enough = (math.prod(shape[d] for d in rows) >= min_dim_size_to_factor
-                and math.prod(shape[d] for d in cols) >= min_dim_size_to_factor)
-  if not factored or not rows or not cols or NONE in kinds or not big_enough:
+  if rows and cols and NONE in kinds:
+    raise ValueError(f'incomplete Adafactor factor rule for logical axes {tuple(names)}: each '
+                     'name must be a row, a column or a batch dimension (FACTOR_RULES)')
+  if not factored or not rows or not cols:
     return Factoring((), (), averaged)
   return Factoring(rows, cols, averaged)
 

@@ -17,14 +17,15 @@ def rsqrt_decay(base_learning_rate: float = 1.0,
                 linear_warmup: bool = False) -> Schedule:
   """T5X's 'constant * rsqrt_decay': base / sqrt(max(step, warmup)).
 
-  With `linear_warmup` the first `warmup_steps` ramp up linearly to the plateau
-  instead of holding it.
+  With `linear_warmup` ('constant * linear_warmup * rsqrt_decay') the first
+  `warmup_steps` ramp up linearly to the plateau instead of holding it, by
+  step / warmup_steps as T5X: step 0 applies a rate of 0.
   """
   def schedule(step):
     step = jnp.asarray(step, jnp.float32)
     lr = base_learning_rate * jnp.reciprocal(jnp.sqrt(jnp.maximum(step, warmup_steps)))
     if linear_warmup and warmup_steps > 0:
-      lr = lr * jnp.minimum(1.0, (step + 1.0) / warmup_steps)
+      lr = lr * jnp.minimum(1.0, step / warmup_steps)
     return lr
   return schedule
 

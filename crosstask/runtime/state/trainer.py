@@ -25,6 +25,15 @@ State = dict[str, Any]
 
 
 @gin.configurable(module='trainer')
+def applied_learning_rate(schedule: Callable[[jax.Array], jax.Array], opt_state: Any,
+                          step: jax.Array) -> jax.Array:
+  """The rate the next update applies: the schedule at the optimizer's own count,
+  which counts updates (one per k steps under `accumulate_steps=k`) and stays put
+  on a skipped non-finite step; at the train step where the optimizer keeps none."""
+  counts = optax.tree_utils.tree_get_all_with_path(opt_state, 'count')
+  return jnp.asarray(schedule(counts[0][1] if counts else step), jnp.float32)
+
+
 class Trainer:
   """Builds, shards and steps the train state of a resolved Run on its mesh."""
 
@@ -100,6 +109,8 @@ class Trainer:
     Rows a device holds contribute equally to every microbatch, so each microbatch
     spans every data-parallel device and no row moves between devices (a plain
     reshape to [k, B/k] would put microbatch i on devices i*D/k .. (i+1)*D/k only).
+    T5X slices contiguously: the same rows, grouped otherwise, which matters only
+    where the loss is normalised per microbatch.
     """
     k = self.num_microbatches
     sharding = jax.sharding.NamedSharding(
@@ -135,7 +146,8 @@ class Trainer:
     dropout_rng = jax.random.fold_in(rng, state['step'])
     grads, metrics = self._grads(state['params'], batch, dropout_rng)
     metrics = dict(metrics)
-    metrics['learning_rate'] = jnp.asarray(self.learning_rate_fn(state['step']), jnp.float32)
+    metrics['learning_rate'] = applied_learning_rate(self.learning_rate_fn, state['opt_state'],
+                                                     state['step'])
     metrics['grad_norm'] = optax.global_norm(grads)
     finite = jnp.isfinite(metrics['loss']) & jnp.isfinite(metrics['grad_norm'])
 
