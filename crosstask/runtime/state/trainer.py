@@ -24,7 +24,6 @@ from crosstask.runtime.sharding import partitioning
 State = dict[str, Any]
 
 
-@gin.configurable(module='trainer')
 def applied_learning_rate(schedule: Callable[[jax.Array], jax.Array], opt_state: Any,
                           step: jax.Array) -> jax.Array:
   """The rate the next update applies: the schedule at the optimizer's own count,
@@ -34,6 +33,7 @@ def applied_learning_rate(schedule: Callable[[jax.Array], jax.Array], opt_state:
   return jnp.asarray(schedule(counts[0][1] if counts else step), jnp.float32)
 
 
+@gin.configurable(module='trainer')
 class Trainer:
   """Builds, shards and steps the train state of a resolved Run on its mesh."""
 
