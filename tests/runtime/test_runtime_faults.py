@@ -85,6 +85,27 @@ def test_resume_reads_no_consumed_batch(tmp_path, capsys):
   assert pulled[18] < 16 * 8, pulled
 
 
+def test_a_resume_on_another_input_stream_is_refused_naming_what_changed(tmp_path):
+  """The saved position is one in the saved stream: another batch size, length or task
+  is refused before anything runs (a changed batch failed in tf.data after the restore;
+  a changed task went on from the old task's position)."""
+  run = tmp_path / 'run'
+  _train(run, 2, 'CHECKPOINT_PERIOD=2')
+  saved = (run / 'config.gin').read_text()
+  with pytest.raises(faults.CheckpointMismatchError,
+                     match=r"checkpoint_2 was trained on another input stream \(BATCH_SIZE 8 "
+                           r"-> 16\).*INITIAL_CHECKPOINT_PATH="):
+    _train(run, 4, 'BATCH_SIZE=16')
+  with pytest.raises(faults.CheckpointMismatchError,
+                     match=r"MIXTURE_OR_TASK_NAME 'runtime_counted' -> 'runtime_generator'; "
+                           r"TASK_FEATURE_LENGTHS \{'inputs': 16, 'targets': 16\} -> "
+                           r"\{'inputs': 16, 'targets': 8\}"):
+    _train(run, 4, "TASK_FEATURE_LENGTHS={'inputs': 16, 'targets': 8}",
+           task='runtime_generator')
+  assert (run / 'config.gin').read_text() == saved
+  assert checkpoints.steps_in(str(run)) == [2]
+
+
 @pytest.mark.slow
 def test_pipeline_that_cannot_save_its_position_skips_batches(tmp_path, capsys):
   """A from_generator source has Python state: the run warns and re-reads to skip."""

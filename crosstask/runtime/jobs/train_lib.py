@@ -156,6 +156,8 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   if latest is not None:
     state, saved = checkpoints.restore_with_progress(mgr, latest, trainer.abstract_state())
     consumed, skipped = saved['batches_consumed'], saved.get('skipped_nonfinite', 0)
+    _check_same_input(saved.get('input'), _input_record(train_dataset_cfg),
+                      f'{model_dir}/{checkpoints.STEP_PREFIX}_{latest}')
     console.say(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at '
                 f'step {latest} after {consumed} batches.')
   elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
@@ -213,7 +215,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
     if saves_input is None:
       saves_input = _saves_input(train_dataset_cfg, iterator)
     checkpoints.save(mgr, at, state, consumed, iterator if saves_input else None,
-                     skipped_nonfinite=skipped)
+                     input_record=_input_record(train_dataset_cfg), skipped_nonfinite=skipped)
     saved_step = at
 
   try:
@@ -263,6 +265,34 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   if skipped:
     console.say(f'Skipped {skipped} batches with a non-finite loss.')
   return step, report.last  # The final step is always a report step.
+
+
+# What the saved input position is a position in, by the macro that sets it.
+_INPUT_MACROS = {'task': 'MIXTURE_OR_TASK_NAME', 'split': 'the train split',
+                 'batch_size': 'BATCH_SIZE', 'lengths': 'TASK_FEATURE_LENGTHS', 'pack': 'PACK',
+                 'shuffle': 'SHUFFLE', 'seed': 'RANDOM_SEED'}
+
+
+def _input_record(cfg: data.DatasetConfig) -> dict:
+  return {'task': cfg.mixture_or_task_name, 'split': cfg.split, 'batch_size': cfg.batch_size,
+          'lengths': {k: int(v) for k, v in cfg.task_feature_lengths.items()},
+          'pack': bool(cfg.pack), 'shuffle': bool(cfg.shuffle), 'seed': cfg.seed}
+
+
+def _check_same_input(saved: dict | None, now: dict, checkpoint: str) -> None:
+  """A resume continues the saved input stream, so one on another stream is refused:
+  the position (batches consumed, the iterator's state) means nothing there, and a
+  changed batch or length would fail in tf.data after the restore. Checkpoints from
+  before the record was kept carry none and are not checked."""
+  if saved is None:
+    return
+  changed = [f'{_INPUT_MACROS[k]} {saved.get(k)!r} -> {now[k]!r}'
+             for k in _INPUT_MACROS if saved.get(k) != now[k]]
+  if changed:
+    raise faults.CheckpointMismatchError(
+        f'{checkpoint} was trained on another input stream ({"; ".join(changed)}): a resume '
+        'continues the saved stream. Rerun with the saved settings, or train the changed '
+        f'one in a new MODEL_DIR with INITIAL_CHECKPOINT_PATH={checkpoint!r}.')
 
 
 def _input_stream(cfg: data.DatasetConfig, mgr, latest: int | None, consumed: int,

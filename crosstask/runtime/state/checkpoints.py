@@ -8,7 +8,7 @@ import dataclasses
 import functools
 import json
 import os
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gin
 import jax
@@ -64,16 +64,19 @@ def manager(directory: str, cfg: SaveCheckpointConfig | None = None,
 
 
 def save(mgr: ocp.CheckpointManager, step: int, state: Any, batches_consumed: int,
-         iterator: Any = None, **progress: int) -> None:
+         iterator: Any = None, input_record: Mapping[str, Any] | None = None,
+         **progress: int) -> None:
   """Saves the state, the data position (JSON) and, if given, the input iterator.
 
-  Only arrays, JSON and tf.data's own checkpoint format are written: restoring
-  never unpickles anything.
+  `input_record` (JSON) says which stream the position is in (task, batch, lengths),
+  so a resume on another can be refused. Only arrays, JSON and tf.data's own
+  checkpoint format are written: restoring never unpickles anything.
   """
-  items = dict(
-      state=ocp.args.StandardSave(state),
-      data=ocp.args.JsonSave({'batches_consumed': int(batches_consumed), 'step': int(step),
-                              **{k: int(v) for k, v in progress.items()}}))
+  record = {'batches_consumed': int(batches_consumed), 'step': int(step),
+            **{k: int(v) for k, v in progress.items()}}
+  if input_record is not None:
+    record['input'] = dict(input_record)
+  items = dict(state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(record))
   if iterator is not None:
     items[input_state.ITEM] = input_state.IteratorSave(iterator)
   mgr.save(step, args=ocp.args.Composite(**items))
