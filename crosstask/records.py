@@ -16,9 +16,25 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 from collections.abc import Iterable, Mapping
 
 FILENAME = "metrics.jsonl"
+
+_SUBSET = re.compile(r"^(?P<split>.+)\[:(?P<count>\d+)\]$")
+
+
+def subset_split(split: str, num_examples: int | None, count: int) -> str:
+  """The split's label for `count` examples read under NUM_EXAMPLES=`num_examples`:
+  TFDS's slice notation 'validation[:N]' where the limit was reached (the split may
+  have held more), so a subset's numbers never pass for the whole split's."""
+  return f"{split}[:{count}]" if num_examples and count >= num_examples else split
+
+
+def base_split(label: str) -> str:
+  """The split a label names: 'validation' for 'validation[:100]'."""
+  match = _SUBSET.match(label)
+  return match["split"] if match else label
 
 
 @dataclasses.dataclass(frozen=True)

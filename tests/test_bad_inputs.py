@@ -168,7 +168,7 @@ def _gin_parse(files, bindings=(), given=()):
   gin.clear_config()
   try:
     gin_utils.parse(files, list(bindings) + list(given))
-    gin_utils.check_macros_read(list(given))
+    gin_utils.check_macros_read(list(given), files=files)
   finally:
     gin.clear_config()
 
@@ -216,6 +216,13 @@ add_cases([
                                                    ['TRAIN_STEPS=4', 'TRAIN_STEP=5']),
      Exception, r'--gin\.TRAIN_STEP=5: no configuration of this job reads macro TRAIN_STEP, '
      r'so it would change nothing\. Did you mean TRAIN_STEPS'),
+    # The same typo in a user's gin file; a macro another job reads (INFER_OUTPUT_DIR, in
+    # one file for train and infer) is let through, as is one the file itself reads.
+    ('gin-file-macro-nothing-reads', lambda: _gin_from_text(
+        'e.gin', "include 'runs/finetune.gin'\nINFER_OUTPUT_DIR = '/tmp/i'\nMY_LR = 0.1\n"
+        "LEARNING_RATE = %MY_LR\n\nTRAIN_STEP = 5\n", _RUN),
+     Exception, r"gin/e\.gin, line 6 \(TRAIN_STEP = 5\): no configuration of this job reads "
+     r"macro TRAIN_STEP, so it would change nothing\. Did you mean TRAIN_STEPS"),
     ('flag-unknown', lambda: _run_main(['--gin_file=x.gin', '--learning_rate=3']),
      SystemExit, r'Unknown flags: --learning_rate'),
     ('flag-positional', lambda: _run_main(['train.gin']),

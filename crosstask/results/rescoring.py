@@ -73,10 +73,14 @@ def _seqio_log_line(line: Mapping) -> dict | None:
 
 
 def _beside(path: pathlib.Path, task: str, step: int) -> records.Record | None:
-  """The eval's own record of `task` at `step` in the metrics.jsonl beside its log."""
-  file = path.parent / records.FILENAME
+  """The eval's own record of `task` at `step` in the metrics.jsonl beside its log; for
+  a subset's log (in `first_<N>/`) the record of `<split>[:N]` in the folder above."""
+  subset = re.fullmatch(r"first_(\d+)", path.parent.name)
+  file = (path.parent.parent if subset else path.parent) / records.FILENAME
   found = [r for r in records.read(file) if r.task == task and r.step == step
            and r.source == "eval"] if file.is_file() else []
+  if subset:
+    found = [r for r in found if (r.split or "").endswith(f"[:{subset[1]}]")] or found
   return found[-1] if found else None
 
 
@@ -341,7 +345,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
   if step is None:
     raise ValueError(f"{path}: the lines carry no checkpoint step; give it with --step")
   indices = [int(line["index"]) for line in inferences.lines]
-  exs = examples(task, inferences.split, indices)
+  exs = examples(task, records.base_split(inferences.split), indices)
   out = outputs(task, inferences.lines, exs)
   require_labels(task, inferences.split, exs, path)
   scores = metrics(task, out)

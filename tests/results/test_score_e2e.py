@@ -66,3 +66,30 @@ def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
     assert scored[task].source == f"score:{task}-{SPLITS[task]}.jsonl"
   assert evaluated["fewclue_eprstmt_k0_rank"].metrics.keys() == {"accuracy"}
   assert {"em", "f1"} <= evaluated["clue_cmrc2018"].metrics.keys()
+
+  # The first 2 examples (NUM_EXAMPLES) into the same folders: labelled as such, beside the
+  # whole split's outputs, which they had overwritten and passed for.
+  whole = {task: (eval_dir / f"{task}-000004.jsonl").read_text() for task in SPLITS}
+  _run(_job("crosstask.eval", "runs/eval.gin", f"--gin.CHECKPOINT_PATH='{checkpoint}'",
+            f"--gin.EVAL_OUTPUT_DIR='{eval_dir}'", "--gin.NUM_EXAMPLES=2"))
+  _run(_job("crosstask.infer", "runs/infer.gin", f"--gin.CHECKPOINT_PATH='{checkpoint}'",
+            f"--gin.INFER_OUTPUT_DIR='{infer_dir}'", "--gin.NUM_EXAMPLES=2"))
+  subset = {r.task: r for r in records.read(eval_dir) if r.split != SPLITS[r.task]}
+  assert {task: r.split for task, r in subset.items()} == {
+      task: f"{split}[:2]" for task, split in SPLITS.items()}
+  for task, split in SPLITS.items():
+    assert (eval_dir / f"{task}-000004.jsonl").read_text() == whole[task]
+    assert len((eval_dir / "first_2" / f"{task}-000004.jsonl").read_text().splitlines()) == 2
+    assert len((infer_dir / f"{task}-{split}[:2].jsonl").read_text().splitlines()) == 2
+  # An eval's log of a rank classification keeps no predictions: it is scored from infer's.
+  logs = [str(eval_dir / "first_2" / f"{task}-000004.jsonl") for task in SPLITS
+          if task != "fewclue_eprstmt_k0_rank"]
+  infers = [str(infer_dir / f"{task}-{split}[:2].jsonl") for task, split in SPLITS.items()]
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    assert score.main([*logs, *infers, f"--output_dir={tmp_path / 'subset'}",
+                       "--module=results_helpers"]) == 0
+  rescored = records.read(tmp_path / "subset")
+  assert len(rescored) == len(logs) + len(infers)
+  for r in rescored:
+    assert r.split == f"{SPLITS[r.task]}[:2]"
+    assert r.metrics == subset[r.task].metrics, r.where

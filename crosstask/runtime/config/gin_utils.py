@@ -5,6 +5,7 @@ config in force is written next to the checkpoints.
 """
 
 import difflib
+import functools
 import importlib
 import logging
 import os
@@ -168,25 +169,52 @@ _MACRO_BINDING = re.compile(r'^\s*([A-Za-z_]\w*)\s*=', re.M)
 _MACRO_REFERENCE = re.compile(r'%([A-Za-z_]\w*)\b(?!\.)')
 
 
-def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = ()) -> None:
-  """Refuses a macro set by `bindings` (the command line's) that nothing reads.
+def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = (),
+                      files: Sequence[str] = (), search_paths: Sequence[str] = ()) -> None:
+  """Refuses a macro set by `bindings` (the command line's) that nothing reads, and one
+  set in a user's gin file among `files` that no crosstask configuration reads.
 
   gin takes `--gin.TRAIN_STEP=5` as a new macro and the run goes on with the files'
   TRAIN_STEPS: a typo, or a macro this job's files never use, would be silently
-  ignored. Call after `parse`; `read_by_code` names macros the job queries itself.
+  ignored. A user's file may set a macro another job reads (one file for train and
+  infer), so there only macros no shipped gin file reads are refused. Call after
+  `parse` (with its `search_paths`); `read_by_code` names macros the job queries itself.
   """
   read = set(_MACRO_REFERENCE.findall(gin.config_str())) | set(read_by_code)
+
+  def unread(name: str, where: str) -> GinConfigError:
+    close = difflib.get_close_matches(name, sorted(read), n=3, cutoff=0.6)
+    return GinConfigError(
+        f'{where}: no configuration of this job reads macro {name}, so it would change '
+        'nothing' + (f'. Did you mean {", ".join(close)}?' if close else
+                     f'. The macros it reads: {", ".join(sorted(read))}' if read else
+                     '; it reads no macro'))
   for binding in bindings:
     for name in _MACRO_BINDING.findall(binding):
-      if name in read:
-        continue
-      close = difflib.get_close_matches(name, sorted(read), n=3, cutoff=0.6)
-      raise GinConfigError(
-          f'--gin.{binding.strip()}: no configuration of this job reads macro {name}, so '
-          'it would change nothing' + (
-              f'. Did you mean {", ".join(close)}?' if close else
-              f'. The macros it reads: {", ".join(sorted(read))}' if read else
-              '; it reads no macro'))
+      if name not in read:
+        raise unread(name, f'--gin.{binding.strip()}')
+  paths = list(search_paths) + list(DEFAULT_SEARCH_PATHS)
+  for f in files:
+    path = resolve(f, paths)
+    if pathlib.Path(path).resolve().is_relative_to(PACKAGE_DIR):
+      continue  # A shipped file: its macros are read by the jobs that include it.
+    with open(path, encoding='utf-8') as lines:
+      for number, line in enumerate(lines, 1):
+        setting = _FILE_MACRO.match(line)
+        if setting and setting[1] not in read and setting[1] not in _shipped_macros():
+          raise unread(setting[1], f'{path}, line {number} ({line.strip()[:60]})')
+
+
+# A macro set at the start of a line of a gin file (continuation lines are indented).
+_FILE_MACRO = re.compile(r'([A-Za-z_]\w*)\s*=')
+
+
+@functools.cache
+def _shipped_macros() -> frozenset[str]:
+  """The macros some shipped gin file reads (for some job)."""
+  return frozenset(name for root in DEFAULT_SEARCH_PATHS[:2]
+                   for f in pathlib.Path(root).rglob('*.gin')
+                   for name in _MACRO_REFERENCE.findall(f.read_text(encoding='utf-8')))
 
 
 def macro_is_set(name: str) -> bool:
@@ -303,11 +331,11 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     import seqio
     seqio.set_tfds_data_dir_override(tfds_data_dir)
   try:
-    given = list(bindings)
+    given, given_files = list(bindings), list(files)
     if run_dir is not None:
       files, bindings = saved_run_job.arguments(run_dir, files, bindings)
     parse(files, bindings, paths)
-    check_macros_read(given)
+    check_macros_read(given, files=given_files, search_paths=paths)
     from crosstask.runtime.sharding import partitioning
     try:
       partitioning.initialize_distributed()

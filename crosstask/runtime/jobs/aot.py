@@ -68,7 +68,8 @@ def load_run(gin_files: Sequence[str], bindings: Sequence[str],
   placed = gin_utils.parse(list(gin_files), [_NO_VOCABULARY, *bindings],
                            search_paths=[str(gin_utils.PACKAGE_DIR.parent)], lock=False,
                            placeholders=_UNUSED_BY_COMPILE)
-  gin_utils.check_macros_read(bindings, read_by_code=_READ_BY_COMPILE)
+  gin_utils.check_macros_read(bindings, read_by_code=_READ_BY_COMPILE, files=gin_files,
+                              search_paths=[str(gin_utils.PACKAGE_DIR.parent)])
   model = gin_utils.query('%MODEL', None)
   if model is None:
     raise gin_utils.GinConfigError(f'No MODEL bound by {list(gin_files)}: pass a model gin '

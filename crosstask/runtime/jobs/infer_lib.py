@@ -12,6 +12,7 @@ from typing import Any, Mapping, NamedTuple
 import gin
 import numpy as np
 
+from crosstask import records
 from crosstask import tracing
 from crosstask.text import feature_text
 from crosstask import vocabularies
@@ -82,7 +83,8 @@ def _plain_task(job: restoring.CheckpointJob) -> tuple[Any, Any]:
 @gin.configurable(module='infer_script')
 @restoring.checkpoint_job
 def infer(job: restoring.CheckpointJob) -> list[str]:
-  """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score).
+  """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score);
+  the first N examples (NUM_EXAMPLES) go to `<task>-<split>[:N].jsonl`.
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
   the reference target (what rank classification is scored by); `step` and
@@ -127,7 +129,8 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
     out_vocab = task.output_features['targets'].vocabulary
     in_vocab = task.output_features['inputs'].vocabulary
     task_fingerprint = fingerprint.fingerprint(task)
-    path = os.path.join(output_dir, f'{task.name}-{dataset_cfg.split}.jsonl')
+    split = records.subset_split(dataset_cfg.split, job.num_examples, len(preds))
+    path = os.path.join(output_dir, f'{task.name}-{split}.jsonl')
     with open(path, 'w') as f:
       for (index, tokens), score, ex in zip(preds, aux['scores'], task_ds.as_numpy_iterator()):
         f.write(_line(index, _text(ex, 'inputs', in_vocab), _text(ex, 'targets', out_vocab),
@@ -148,7 +151,8 @@ def _write_plain(job: restoring.CheckpointJob, runner: inference.Inference, para
       params, host_inputs.batches(out.features, runner.batch_size)))
   task_fingerprint = fingerprint.plain_fingerprint(task, vocab)
   # Named as the SeqIO task is registered: the plain name, or its copy for the vocabulary.
-  path = os.path.join(job.output_dir, f'{cfg.mixture_or_task_name}-{cfg.split}.jsonl')
+  split = records.subset_split(cfg.split, job.num_examples, len(out.tokens))
+  path = os.path.join(job.output_dir, f'{cfg.mixture_or_task_name}-{split}.jsonl')
   with open(path, 'w') as f:
     for (index, _), ex, text, score in zip(out.tokens, out.examples, out.texts, out.scores):
       f.write(_line(index, ex['inputs'], ex['targets'], text, score, target_scores[index], step,

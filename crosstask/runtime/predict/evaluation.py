@@ -62,6 +62,10 @@ class Evaluator:
     self.split = cfg.split
     self.writer = writer
     os.makedirs(output_dir, exist_ok=True)
+    # A subset's inference logs (`<task>-<step>.jsonl`) go to a folder of their own, so
+    # they never overwrite the whole split's; its records go to `output_dir` as others'.
+    log_dir = os.path.join(output_dir, f'first_{num_examples}') if num_examples else output_dir
+    os.makedirs(log_dir, exist_ok=True)
     self._evaluator = tracing.without_autograph(
         seqio.Evaluator,
         mixture_or_task_name=cfg.mixture_or_task_name,
@@ -72,13 +76,17 @@ class Evaluator:
         sequence_length=dict(cfg.task_feature_lengths),
         num_examples=num_examples,
         logger_cls=(seqio.JSONLogger,),
-        log_dir=output_dir,
+        log_dir=log_dir,
         async_compute_metrics=False)
+    self.splits = {}  # Each task's split label: 'validation[:N]' for a subset.
     for task in self._evaluator.eval_tasks:
-      if not has_labels(self._evaluator.cached_task_datasets[task.name].as_numpy_iterator()):
+      cached = self._evaluator.cached_task_datasets[task.name]
+      if not has_labels(cached.as_numpy_iterator()):
         raise ValueError(f"task {task.name!r} split {cfg.split!r} carries no labels: there is "
                          "nothing to evaluate. Run crosstask.infer on it for predictions (a "
                          "test split's go to its leaderboard)")
+      count = sum(1 for _ in cached) if num_examples else 0
+      self.splits[task.name] = records.subset_split(cfg.split, num_examples, count)
     self.fingerprints = {t.name: fingerprint.fingerprint(t) for t in self._evaluator.eval_tasks}
 
   @property
@@ -96,7 +104,7 @@ class Evaluator:
     if jax.process_index() == 0:  # Every host computes the metrics; one appends them.
       records.append(self.output_dir, [
           records.Record(int(step), task, metrics, self.fingerprints.get(task), source='eval',
-                         split=self.split)
+                         split=self.splits.get(task, self.split))
           for task, metrics in out.items()])
     if self.writer is not None:
       self.writer.write_scalars(int(step), {f'eval/{task}/{k}': v
