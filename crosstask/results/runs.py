@@ -44,6 +44,9 @@ class Run:
   # Records of one (task, split) and step that give other numbers (a beam-search eval of
   # the step training evaluated greedily): the table shows the newest, and says so.
   disagreements: list[str] = dataclasses.field(default_factory=list)
+  # Every step the run's files hold, whichever `step` was chosen: what a step that matches
+  # nothing is told it could have been.
+  steps: set[int] = dataclasses.field(default_factory=set)
 
   @property
   def has_config(self) -> bool:
@@ -135,9 +138,11 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
   files.sort(key=lambda f: (f.stat().st_mtime, str(f)))
   chosen: dict[tuple[str, str], R.Record] = {}
   by_file: dict[tuple[str, str], dict[str, R.Record]] = {}  # the chosen step's, per file
+  steps: set[int] = set()
   for file in files:
     for record in R.read(file):
       key = (record.task, record.split or "?")
+      steps.add(record.step)
       if step is not None and record.step != step:
         continue
       if key not in chosen or record.step > chosen[key].step:
@@ -160,7 +165,8 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
     found = _int_binding(texts, "random_seed")
     seed = None if found is None else str(found)
   return Run(folder, chosen, seed, _model_label(texts), config_key, macros,
-             disagreements=[_disagreement(records, folder) for records in differing])
+             disagreements=[_disagreement(records, folder) for records in differing],
+             steps=steps)
 
 
 def _disagreement(records: Sequence[R.Record], folder: pathlib.Path) -> str:
@@ -209,4 +215,5 @@ def merge_runs(runs: Sequence[Run]) -> Run:
   seeds = {run.seed for run in runs}
   return Run(pathlib.Path(label_of([run.path for run in runs])), chosen,
              seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key,
-             runs[0].macros, replicates, [d for run in runs for d in run.disagreements])
+             runs[0].macros, replicates, [d for run in runs for d in run.disagreements],
+             {s for run in runs for s in run.steps})

@@ -195,16 +195,30 @@ def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
 
   `merge` makes all of them one run (one row): the parts of one model's results.
   `resamples` bootstrap draws give each run's intervals (0: none but over seeds).
+  A `step` or `tasks` that matches nothing is a ValueError naming what there is, not an
+  empty table (a mistyped filter would otherwise read as runs without results).
   """
-  runs = [intervals.with_intervals(load_run(d, step), resamples) for d in run_dirs]
+  runs = [load_run(d, step) for d in run_dirs]
+  if step is not None and not any(run.records for run in runs):
+    steps = ", ".join(map(str, sorted({s for run in runs for s in run.steps}))) or "none"
+    raise ValueError(f"--step {step} matches no record in "
+                     f"{', '.join(str(run.path) for run in runs)}; their steps: {steps}")
+  runs = [intervals.with_intervals(run, resamples) for run in runs]
   if merge:
     runs = [merge_runs(runs)]
   rows = build_rows(runs, prefer, all_metrics)
   aggregates.add_csl_delta_m(rows)
   columns = [c for row in rows for c in row.cells]
   if tasks:
-    pattern = re.compile(tasks)
+    try:
+      pattern = re.compile(tasks)
+    except re.error as e:
+      raise ValueError(f"--tasks {tasks!r} is not a regular expression: {e}") from None
+    names = sorted({c.name for c in columns})
     columns = [c for c in columns if pattern.search(c.name)]
+    if not columns:
+      raise ValueError(f"--tasks {tasks!r} matches no column; the runs' columns: "
+                       f"{', '.join(names) or 'none'}")
   columns = _order(columns)
   rows += paper_numbers.paper_rows(columns, paper)
   return Table(rows, columns)

@@ -176,6 +176,31 @@ def test_cli_formats_and_errors(tmp_path, capsys):
   assert "does not exist" in capsys.readouterr().err
 
 
+def test_a_filter_that_matches_nothing_names_what_there_is(tmp_path, capsys):
+  """A mistyped --step or --tasks is a usage error naming the runs' steps or columns, not
+  an empty table that reads as runs without results."""
+  a = _run(tmp_path, "a", 0, [(5, "csl_zh_abstract_to_title", {"rougeL": 31.0}, "abcdef12"),
+                              (10, "csl_zh_abstract_to_title", {"rougeL": 33.0}, "abcdef12")])
+  b = _run(tmp_path, "b", 0, [(20, "csl_zh_title_to_category", {"accuracy": 60.0}, "aaaa0000")],
+           d_model=128)
+  assert cli.main([str(a), str(b), "--step", "7"]) == 2
+  captured = capsys.readouterr()
+  assert not captured.out
+  assert captured.err.strip() == (f"error: --step 7 matches no record in {a}, {b}; "
+                                  "their steps: 5, 10, 20")
+  assert cli.main([str(a), str(b), "--tasks", "^clue_"]) == 2
+  captured = capsys.readouterr()
+  assert not captured.out
+  assert captured.err.strip() == ("error: --tasks '^clue_' matches no column; the runs' "
+                                  "columns: csl_zh_abstract_to_title, csl_zh_title_to_category")
+  assert cli.main([str(a), "--tasks", "(csl"]) == 2
+  assert "--tasks '(csl' is not a regular expression" in capsys.readouterr().err
+  # A step one run has: its row, the other's cells empty ("-").
+  assert cli.main([str(a), str(b), "--step", "10", "--tasks", "title"]) == 0
+  out = capsys.readouterr().out
+  assert "| a | T5 d64 2+2L | 0 | 33.00 |" in out and "| b | T5 d128 2+2L | 0 | - |" in out
+
+
 def test_fewclue_runs_per_k_merge_into_one_row(tmp_path, capsys):
   from crosstask.tasks.clue import report  # pylint: disable=g-import-not-at-top
   files = []
