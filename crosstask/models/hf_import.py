@@ -260,18 +260,28 @@ def save_hf_checkpoint(folder: str | pathlib.Path, config: TransformerConfig, pa
   `vocabulary`'s SentencePiece model as `spiece.model` where it has one (crosstask then
   loads the folder only into a model reading the same pieces), with the tokenizer files
   `AutoTokenizer` reads it through (`hf_tokenizer`)."""
+  write_hf_checkpoint(folder, config, params, vocabulary)
+  return pathlib.Path(folder)
+
+
+def write_hf_checkpoint(folder: str | pathlib.Path, config: TransformerConfig, params: Mapping,
+                        vocabulary: Any = None) -> list[str]:
+  """`save_hf_checkpoint`, returning the names of the files it wrote: in a folder that
+  held other files already, those are what the export made."""
   import safetensors.numpy  # pylint: disable=g-import-not-at-top
   folder = pathlib.Path(folder)
   folder.mkdir(parents=True, exist_ok=True)
+  written = []
   sentencepiece = getattr(vocabulary, "sentencepiece_model_file", None)
   if sentencepiece is not None:
     shutil.copyfile(sentencepiece, folder / TOKENIZER_FILE)
+    written.append(TOKENIZER_FILE)
   if vocabulary is not None:
-    hf_tokenizer.save(folder, vocabulary)
+    written += hf_tokenizer.save(folder, vocabulary)
   (folder / "config.json").write_text(json.dumps(hf_config_from(config), indent=2))
   weights = folder / "model.safetensors"
   safetensors.numpy.save_file(hf_tensors_from_params(config, params), str(weights),
                               metadata={"format": "pt"})
   # safetensors writes the file 0600; give it the mode the folder's other files have.
   weights.chmod((folder / "config.json").stat().st_mode & 0o777)
-  return folder
+  return sorted([*written, "config.json", weights.name])

@@ -119,6 +119,31 @@ def test_params_from_a_hugging_face_folder(saved, tmp_path):
     checkpoints.load_params(str(folder), _trainer(d_model=64).abstract_params())
 
 
+def test_export_into_a_folder_with_files_lists_only_what_it_wrote(saved, tmp_path, capsys):
+  """An export into a folder that holds files lists the files it wrote, not the folder's
+  others (which it leaves), and warns of a file of one of its names that it replaced."""
+  from crosstask.runtime.jobs import export_lib
+  model_dir, trainer, state = saved
+  out = tmp_path / 'out'
+  out.mkdir()
+  (out / 'notes.txt').write_text('mine')
+  (out / 'config.json').write_text('{"mine": true}')
+  vocab = seqio.ByteVocabulary()
+  model = model_lib.EncoderDecoderModel(network.Transformer(_config()), vocab, vocab)
+  folder = export_lib.export(model, checkpoints.RestoreCheckpointConfig(str(model_dir)),
+                             str(out), partitioning.Partitioner(num_partitions=2))
+  captured = capsys.readouterr()
+  assert captured.out.splitlines() == [
+      f'{model_dir}/checkpoint_2 (step 2) -> {out}: config.json, model.safetensors, '
+      'tokenizer_config.json', f'Also in {out}, not written by this export: notes.txt.']
+  assert f'WARNING: {out} held config.json already: replaced by this export.' in captured.err
+  assert (out / 'notes.txt').read_text() == 'mine'
+  # What it wrote is the checkpoint's parameters.
+  params = checkpoints.load_params(folder, trainer.abstract_params())
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6),
+               jax.device_get(params), state['params'])
+
+
 def test_a_hugging_face_folder_loads_only_into_a_model_reading_its_tokenizer(saved, tmp_path):
   from crosstask import plain_vocabularies
   from crosstask.models import hf_import

@@ -32,6 +32,9 @@ def export(model: Any = gin.REQUIRED,
 
   The parameters are read as eval reads them (shapes and vocabulary checked), gathered
   to every host, and written by process 0 in float32, one tensor per layer as HF keeps them.
+  A folder that holds files already is written into: the report lists the files this
+  export wrote, warns of those it replaced, and names the others it left (which are no
+  part of the export, e.g. a stale `spiece.model` from an earlier one).
   """
   # Parameter shapes depend on neither batch nor lengths; the abstract init needs some.
   run = run_lib.resolve(model, partitioner, batch_size=1, lengths={'inputs': 1, 'targets': 1},
@@ -41,11 +44,17 @@ def export(model: Any = gin.REQUIRED,
   params = multihost_utils.process_allgather(params, tiled=True)  # the global arrays
   folder = os.path.abspath(output_dir)
   if jax.process_index() == 0:
-    hf_import.save_hf_checkpoint(folder, run.model.module.config, params,
-                                 run.model.input_vocabulary)
-    files = sorted(os.listdir(folder))
+    before = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+    written = hf_import.write_hf_checkpoint(folder, run.model.module.config, params,
+                                            run.model.input_vocabulary)
     console.say(f'{restoring.checkpoint_name(state_dir)} (step {step}) -> {folder}: '
-                f'{", ".join(files)}')
+                f'{", ".join(written)}')
+    replaced = [name for name in written if name in before]
+    if replaced:
+      console.warn(f'{folder} held {", ".join(replaced)} already: replaced by this export.')
+    others = sorted(before - set(written))
+    if others:
+      console.say(f'Also in {folder}, not written by this export: {", ".join(others)}.')
     missing = hf_tokenizer.missing_because(run.model.input_vocabulary)
     if missing:
       console.say(f'No tokenizer files for AutoTokenizer: {missing}.')
