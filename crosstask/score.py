@@ -18,6 +18,7 @@ embeddings with the official scorer into the same kind of record.
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -58,11 +59,20 @@ def _is_metrics_file(path: str) -> bool:
   return name == records.FILENAME or name.endswith("-metrics.jsonl")
 
 
+def _check_output_dir(output_dir: str | None) -> None:
+  """Refuses an --output_dir that is a file: records would be appended to it, whatever
+  it holds, after all the scoring work."""
+  if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
+    raise ValueError(f"--output_dir {output_dir} is a file, not a folder (metrics.jsonl "
+                     "goes into it)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
   args = _parser().parse_args(argv)
   startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
-  from crosstask.results import rescoring  # pylint: disable=g-import-not-at-top
   try:
+    _check_output_dir(args.output_dir)
+    from crosstask.results import rescoring  # pylint: disable=g-import-not-at-top
     if args.scirepeval_task:
       if not (args.embeddings and args.data and args.output_dir and args.step is not None):
         raise ValueError("--scirepeval_task needs --embeddings, --data, --output_dir and --step")

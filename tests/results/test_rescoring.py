@@ -121,6 +121,31 @@ def test_cli_errors_name_the_problem(sample_root, tmp_path, capsys):
   assert "needs --embeddings" in capsys.readouterr().err
 
 
+def test_an_output_dir_that_is_a_file_is_refused_before_scoring(sample_root, tmp_path,
+                                                              capsys):
+  """--output_dir FILE would append the records into that file: refused, naming it,
+  with nothing scored or written."""
+  predictions = tmp_path / "csl_zh_title_to_category-validation.jsonl"
+  predictions.write_text('{"index": 0, "prediction": "工学", "step": 1}\n', "utf-8")
+  for name in ("notes.txt", "metrics.jsonl"):
+    file = tmp_path / "out" / name
+    file.parent.mkdir(exist_ok=True)
+    file.write_text("mine\n", "utf-8")
+    assert cli.main([str(predictions), "--output_dir", str(file)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (f"error: --output_dir {file} is a file, not a folder "
+                                    "(metrics.jsonl goes into it)")
+    assert not captured.out and file.read_text("utf-8") == "mine\n"
+    assert cli.main(["--scirepeval_task", "fos", "--embeddings", str(predictions), "--data",
+                     str(tmp_path), "--step", "1", "--output_dir", str(file)]) == 2
+    assert f"--output_dir {file} is a file, not a folder" in capsys.readouterr().err
+  assert not (tmp_path / "metrics.jsonl").exists()
+  # A folder, there or not, takes the record.
+  assert cli.main([str(predictions), "--output_dir", str(tmp_path / "scores")]) == 0
+  (record,) = records.read(tmp_path / "scores")
+  assert (record.task, record.step) == ("csl_zh_title_to_category", 1)
+
+
 def test_flatten_round_trips_the_official_result_shape():
   result = {"complete": {"f1": 70.1}, "few_shot": [{"sample_size": 5, "results": {"f1": 40.0}},
                                                    {"sample_size": 10, "results": {"f1": 50.0}}]}
