@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 
 from crosstask import records
 from crosstask import startup
+from crosstask import vocabularies
+from crosstask.tasks import citesum
 from crosstask.tasks.common import report as common_report
 
 
@@ -59,13 +61,20 @@ def ours_from_metrics(table: str, metrics: Mapping[str, float]) -> dict[str, flo
 
 
 def read_metrics(path: str | pathlib.Path, task: str | None = None) -> dict[str, float]:
-  """The newest step's metrics of `task` (or the only task) in a metrics.jsonl."""
+  """The newest step's metrics of `task` (or the only task) in a metrics.jsonl.
+
+  The task must be one of CiteSum's (`citesum.TASKS`, in any vocabulary's copy): another
+  task's ROUGE or F1 beside the paper's would read as a CiteSum result.
+  """
   newest = records.latest(records.read(path))
   if task is None:
     if len(newest) != 1:
       raise ValueError(f"{records.metrics_file(path)} holds tasks {sorted(newest)}; "
                        "name one as PATH#TASK")
     (task,) = newest
+  if vocabularies.base_task_name(task) not in citesum.TASKS:
+    raise ValueError(f"{records.metrics_file(path)}: task {task!r} is not a CiteSum task; "
+                     f"the report takes {', '.join(citesum.TASKS)} (or a vocabulary's copy)")
   if task not in newest:
     raise ValueError(f"{records.metrics_file(path)} has no metrics for task {task!r}")
   return dict(newest[task].metrics)

@@ -23,6 +23,30 @@ def test_report_places_a_run_beside_the_paper(tmp_path, capsys):
     assert table in out
 
 
+def test_a_run_of_another_task_is_refused(tmp_path, capsys):
+  """Another benchmark's numbers beside the paper's would read as CiteSum results: the run's
+  file and task are named, with the tasks the report takes."""
+  run = tmp_path / "afqmc"
+  run.mkdir()
+  lines = [{"step": 100, "task": "clue_afqmc", "metrics": {"accuracy": 70.0}},
+           {"step": 100, "task": "citesum_abstract_to_tldr.sentencepiece_en",
+            "metrics": {"rouge1": 40.0, "rouge2": 20.0, "rougeL": 30.0}}]
+  (run / "metrics.jsonl").write_text(json.dumps(lines[0]) + "\n")
+  assert report.main(["--run", f"5:CiTES={run}"]) == 2
+  captured = capsys.readouterr()
+  assert not captured.out
+  assert captured.err.startswith(f"ERROR: {run / 'metrics.jsonl'}: task 'clue_afqmc' is not a "
+                                 "CiteSum task; the report takes citesum_abstract_to_tldr, ")
+  assert "scitldr_a_abstract_to_tldr, " in captured.err and len(captured.err.splitlines()) == 1
+  # Named among others as PATH#TASK, it is refused too; a vocabulary's copy of a CiteSum
+  # task is taken.
+  (run / "metrics.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+  assert report.main(["--run", f"5:CiTES={run}#clue_afqmc"]) == 2
+  assert "task 'clue_afqmc' is not a CiteSum task" in capsys.readouterr().err
+  assert report.main(["--run", f"5:CiTES={run}#citesum_abstract_to_tldr.sentencepiece_en"]) == 0
+  assert "| CiTES | 40.00 |" in capsys.readouterr().out
+
+
 def test_hf_tables_compare_r_l_with_rouge_lsum():
   ours = report.ours_from_metrics("5", {"rouge1": 1.0, "rouge2": 2.0, "rougeL": 3.0,
                                         "rougeLsum": 4.0})
