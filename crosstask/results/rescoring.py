@@ -254,6 +254,22 @@ def outputs(task, lines: Sequence[Mapping], exs: Sequence[Mapping]) -> ModelOutp
   return ModelOutputs(targets, predictions, target_scores, scores)
 
 
+def require_same_examples(task, split: str, lines: Sequence[Mapping],
+                          exs: Sequence[Mapping]) -> None:
+  """Refuses infer lines whose inputs or targets are not the examples read again: a file
+  inferred on other data (another CROSSTASK_DATA_DIR) or another task's file would be
+  scored against references its predictions never saw."""
+  for line, ex in zip(lines, exs):
+    for key in ("inputs", "targets"):
+      raw = ex.get(f"{key}_pretokenized")
+      if key in line and raw is not None and feature_text(raw) != line[key]:
+        raise ValueError(
+            f"{line['_where']}: its {key} {line[key][:40]!r} are not those of example "
+            f"{line['index']} of {task.name!r} split {split!r} as read now "
+            f"({feature_text(raw)[:40]!r}): the file was inferred on other data "
+            "(CROSSTASK_DATA_DIR) or is another task's or split's")
+
+
 def require_labels(task, split: str, exs: Sequence[Mapping], path: str | os.PathLike) -> None:
   """Refuses a split without labels (`evaluation.has_labels`: CLUE's and FewCLUE's `test`,
   NLPCC's test), which would score 0 where nothing was measured."""
@@ -346,6 +362,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
     raise ValueError(f"{path}: the lines carry no checkpoint step; give it with --step")
   indices = [int(line["index"]) for line in inferences.lines]
   exs = examples(task, records.base_split(inferences.split), indices)
+  require_same_examples(task, inferences.split, inferences.lines, exs)
   out = outputs(task, inferences.lines, exs)
   require_labels(task, inferences.split, exs, path)
   scores = metrics(task, out)

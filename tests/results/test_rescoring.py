@@ -60,6 +60,27 @@ def test_rank_classification_is_scored_from_target_scores(sample_root, tmp_path)
     rescoring.score_file(path)
 
 
+def test_a_file_inferred_on_other_examples_is_refused(sample_root, tmp_path):
+  """infer's lines carry their inputs and targets: another data root's file, or another
+  task's given this one's name, had been scored against references it never saw."""
+  path = tmp_path / "csl_zh_title_to_category-validation.jsonl"
+  _write_inferences(path, "csl_zh_title_to_category", "validation", lambda ex: "工学")
+  lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+  task = seqio.get_mixture_or_task("csl_zh_title_to_category")
+  exs = list(task.get_dataset(None, split="validation", shuffle=False).as_numpy_iterator())
+  for line, ex in zip(lines, exs):
+    line.update(inputs=ex["inputs_pretokenized"].decode(), targets=ex["targets_pretokenized"]
+                .decode())
+  path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), "utf-8")
+  assert rescoring.score_file(path).split == "validation"  # the same examples: scored
+  lines[1]["targets"] = "理学" if lines[1]["targets"] != "理学" else "工学"
+  path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), "utf-8")
+  with pytest.raises(ValueError, match=r"validation\.jsonl:2: its targets '.*' are not those "
+                     r"of example 1 of 'csl_zh_title_to_category' split 'validation' as read "
+                     r"now .*other data \(CROSSTASK_DATA_DIR\)"):
+    rescoring.score_file(path)
+
+
 @pytest.mark.parametrize("task_name", ["fewclue_bustm", "fewclue_eprstmt_k0_rank"])
 def test_a_split_without_labels_is_refused_not_scored_zero(sample_root, tmp_path, task_name):
   # FewCLUE's test.json has no labels: scored, it read as accuracy 0 and was recorded.
