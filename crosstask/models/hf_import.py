@@ -168,16 +168,35 @@ def read_tensors(folder: str | pathlib.Path) -> dict[str, np.ndarray]:
   if files:
     import safetensors  # pylint: disable=g-import-not-at-top
     for f in files:
-      # The flax reader handles bfloat16 and needs no torch.
-      with safetensors.safe_open(str(f), framework="flax") as reader:
-        for k in reader.keys():
-          tensors[k] = np.asarray(reader.get_tensor(k).astype(jnp.float32))
+      try:
+        # The flax reader handles bfloat16 and needs no torch.
+        with safetensors.safe_open(str(f), framework="flax") as reader:
+          for k in reader.keys():
+            tensors[k] = np.asarray(reader.get_tensor(k).astype(jnp.float32))
+      except Exception as e:  # safetensors' own error type: a truncated or foreign file
+        raise ValueError(_unreadable(f, e)) from e
     return tensors
   if (folder / "pytorch_model.bin").is_file():
     import torch  # pylint: disable=g-import-not-at-top
-    state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    try:
+      state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    except Exception as e:  # an unpickling error: a truncated file or a pointer
+      raise ValueError(_unreadable(folder / "pytorch_model.bin", e)) from e
     return {k: v.float().numpy() for k, v in state.items()}
   raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+
+
+def _unreadable(path: pathlib.Path, error: Exception) -> str:
+  """Why a weights file could not be read, said in one line: a Git LFS pointer (a clone
+  without `git lfs pull`) is named as such."""
+  with open(path, "rb") as f:
+    pointer = f.read(64).startswith(b"version https://git-lfs")
+  if pointer:
+    return (f"{path} is a Git LFS pointer ({path.stat().st_size} bytes), not the weights: "
+            "fetch them with `git lfs pull` in its repository")
+  first = str(error).splitlines()[0] if str(error) else type(error).__name__
+  return (f"{path} ({path.stat().st_size} bytes) is not a readable weights file ({first}): "
+          "truncated or damaged? Copy or download it again")
 
 
 def load_hf_checkpoint(folder: str | pathlib.Path, *, dtype: str = "float32"

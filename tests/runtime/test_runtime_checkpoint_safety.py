@@ -21,6 +21,7 @@ from crosstask.models import network
 from crosstask.runtime.config import platform
 from crosstask.runtime.config import run as run_lib
 from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.report import faults
 from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import checkpoints
 from crosstask.runtime.state import optimizers
@@ -159,3 +160,39 @@ def test_restore_never_unpickles(tmp_path, monkeypatch):
   for k in want_next:
     np.testing.assert_array_equal(got_next[k], want_next[k])
   assert os.listdir(tmp_path)  # The planted files are still there, unread.
+
+
+def test_a_damaged_checkpoint_is_one_line_naming_it(tmp_path):
+  """A checkpoint cut short, or Git LFS pointers where its data should be, had ended in
+  safetensors' or TensorStore's traceback (or 'lacks 28 entries', as if another model's)."""
+  from crosstask.models import hf_import  # pylint: disable=g-import-not-at-top
+  trainer, cfg = _trainer()
+  state = trainer.init_state(seed=0)
+  mgr = checkpoints.manager(str(tmp_path / 'run'))
+  checkpoints.save(mgr, 1, state, batches_consumed=0)
+  mgr.wait_until_finished()
+  mgr.close()
+  hf = tmp_path / 'hf'
+  hf_import.save_hf_checkpoint(hf, cfg, jax.device_get(state['params']))
+  abstract = trainer.abstract_params()
+
+  def refused(path) -> str:
+    with pytest.raises(faults.CheckpointMismatchError) as e:
+      checkpoints.load_params(str(path), abstract)
+    assert '\n' not in str(e.value)
+    return str(e.value)
+
+  weights = hf / 'model.safetensors'
+  weights.write_bytes(weights.read_bytes()[:5000])
+  assert refused(hf).startswith(f'{weights} (5000 bytes) is not a readable weights file')
+  weights.write_text('version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 9\n')
+  assert 'is a Git LFS pointer (63 bytes), not the weights: fetch them with `git lfs pull`' in (
+      refused(hf))
+  state_dir = tmp_path / 'run' / 'checkpoint_1' / 'state'
+  data_files = list(state_dir.glob('ocdbt.process_*/d/*'))  # the arrays' chunks
+  for p in data_files:
+    p.unlink()
+  assert data_files and 'could not be read (' in refused(state_dir.parent)
+  (state_dir / '_METADATA').unlink()
+  assert 'holds none of the 28 entries the model needs (it holds 0): its metadata is ' in (
+      refused(state_dir.parent))

@@ -191,8 +191,9 @@ def describe_nonfinite(step: int, metrics: dict[str, float], where: str) -> str:
 
 class CheckpointMismatchError(ValueError):
   """A checkpoint (orbax or a Hugging Face folder) that is not the configured model's:
-  a parameter missing, or of another shape; or a run resumed on another input stream.
-  The message names it and the checkpoint."""
+  a parameter missing, or of another shape; files that cannot be read (damaged, cut
+  short, Git LFS pointers); or a run resumed on another input stream. The message
+  names it and the checkpoint."""
 
 
 # Failures the entry points report as one line (exit 1) rather than a traceback.

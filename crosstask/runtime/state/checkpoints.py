@@ -4,6 +4,7 @@ Orbax writes each step to a temporary directory and renames it when complete, so
 a run killed mid-save leaves nothing the manager will mistake for a checkpoint.
 """
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -92,8 +93,9 @@ def restore_with_progress(mgr: ocp.CheckpointManager, step: int, abstract_state:
                           ) -> tuple[Any, dict[str, int]]:
   """The train state at `step` and its JSON progress record (batches consumed, ...)."""
   check_shapes(state_item(mgr.directory, step), abstract_state)
-  out = mgr.restore(step, args=ocp.args.Composite(
-      state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore()))
+  with _reading(f'{mgr.directory}/{STEP_PREFIX}_{step}'):
+    out = mgr.restore(step, args=ocp.args.Composite(
+        state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore()))
   if not isinstance(out.data, dict) or 'batches_consumed' not in out.data:
     raise ValueError(f'Checkpoint {mgr.directory}/{STEP_PREFIX}_{step}/data holds no '
                      f"'batches_consumed' record: {out.data!r:.200}")
@@ -159,6 +161,11 @@ def _flat(tree: Any) -> dict[str, Any]:
 
 def _compare_shapes(saved: dict[str, Any], want: dict[str, Any], source: str) -> None:
   missing = sorted(set(want) - set(saved))
+  if missing and not set(want) & set(saved):
+    raise faults.CheckpointMismatchError(
+        f'Checkpoint {source} holds none of the {len(want)} entries the model needs (it '
+        f'holds {len(saved)}): its metadata is missing or damaged (an incomplete copy?), '
+        'or it is no checkpoint of a crosstask model.')
   if missing:
     raise faults.CheckpointMismatchError(
         f'Checkpoint {source} lacks {len(missing)} entries the model needs, '
@@ -169,6 +176,23 @@ def _compare_shapes(saved: dict[str, Any], want: dict[str, Any], source: str) ->
       raise faults.CheckpointMismatchError(
           f"Checkpoint {source}: parameter '{name}' has shape {got}, the model expects "
           f'{tuple(target.shape)}.')
+
+
+@contextlib.contextmanager
+def _reading(source: str):
+  """Turns a checkpoint whose arrays cannot be read (missing or damaged data files, Git
+  LFS pointers in their place) into one line naming it, not TensorStore's traceback."""
+  try:
+    yield
+  except faults.CheckpointMismatchError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except  TensorStore raises a bare Exception.
+    if not isinstance(e, OSError) and 'reading array' not in str(e):
+      raise
+    first = str(e).splitlines()[0].split('. See full')[0][:160] if str(e) else type(e).__name__
+    raise faults.CheckpointMismatchError(
+        f'Checkpoint {source} could not be read ({first}): its files are damaged or '
+        'incomplete (an interrupted copy, or Git LFS pointers in place of the data).') from e
 
 
 def check_shapes(state_dir: str, abstract: Any, subtree: str | None = None) -> None:
@@ -315,9 +339,10 @@ def load_params(path: str, abstract_params: Any, model_vocabularies: Sequence[An
   restore_args = jax.tree.map(
       lambda a: ocp.ArrayRestoreArgs(sharding=a.sharding, global_shape=a.shape, dtype=a.dtype),
       target)
-  out = ocp.PyTreeCheckpointer().restore(
-      state_dir, args=ocp.args.PyTreeRestore(item=target, restore_args=restore_args,
-                                             partial_restore=True))
+  with _reading(state_dir):
+    out = ocp.PyTreeCheckpointer().restore(
+        state_dir, args=ocp.args.PyTreeRestore(item=target, restore_args=restore_args,
+                                               partial_restore=True))
   return out['params'] if has_params_key else out
 
 
@@ -335,9 +360,10 @@ def _load_params_other_layout(state_dir: str, abstract_params: Any, saved_layout
   target = {'params': saved_abstract} if has_params_key else saved_abstract
   restore_args = jax.tree.map(lambda a: ocp.RestoreArgs(restore_type=np.ndarray, dtype=a.dtype),
                               target)
-  out = ocp.PyTreeCheckpointer().restore(
-      state_dir, args=ocp.args.PyTreeRestore(item=target, restore_args=restore_args,
-                                             partial_restore=True))
+  with _reading(state_dir):
+    out = ocp.PyTreeCheckpointer().restore(
+        state_dir, args=ocp.args.PyTreeRestore(item=target, restore_args=restore_args,
+                                               partial_restore=True))
   params = layer_stacking.to_layout(out['params'] if has_params_key else out,
                                     layer_stacking.layout(abstract_params))
   return _place(abstract_params, params)
