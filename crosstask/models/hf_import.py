@@ -14,6 +14,7 @@ copied from `lm_head.weight`, or from `shared.weight` when the file has no lm_he
 import dataclasses
 import json
 import pathlib
+import pickle
 import shutil
 from collections.abc import Mapping
 from typing import Any
@@ -180,7 +181,12 @@ def read_tensors(folder: str | pathlib.Path) -> dict[str, np.ndarray]:
     import torch  # pylint: disable=g-import-not-at-top
     try:
       state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    except Exception as e:  # an unpickling error: a truncated file or a pointer
+    except pickle.UnpicklingError as e:  # objects beyond tensors: never unpickled here
+      raise ValueError(
+          f"{folder / 'pytorch_model.bin'} holds more than tensors, which torch's weights-only "
+          f"loader refuses ({str(e).splitlines()[0][:80]}...): convert it to safetensors "
+          "where you trust it") from e
+    except Exception as e:  # a truncated file or a Git LFS pointer
       raise ValueError(_unreadable(folder / "pytorch_model.bin", e)) from e
     return {k: v.float().numpy() for k, v in state.items()}
   raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
