@@ -167,6 +167,8 @@ def parse(files: Sequence[str], bindings: Sequence[str],
 
 _MACRO_BINDING = re.compile(r'^\s*([A-Za-z_]\w*)\s*=', re.M)
 _MACRO_REFERENCE = re.compile(r'%([A-Za-z_]\w*)\b(?!\.)')
+# A macro set in a gin file: at the start of a line (a block's parameters are indented).
+_FILE_MACRO = re.compile(r'([A-Za-z_]\w*)\s*=')
 
 
 def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = (),
@@ -203,10 +205,6 @@ def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = (
         setting = _FILE_MACRO.match(line)
         if setting and setting[1] not in read and setting[1] not in _shipped_macros():
           raise unread(setting[1], f'{path}, line {number} ({line.strip()[:60]})')
-
-
-# A macro set at the start of a line of a gin file (continuation lines are indented).
-_FILE_MACRO = re.compile(r'([A-Za-z_]\w*)\s*=')
 
 
 @functools.cache

@@ -59,7 +59,6 @@ class Evaluator:
     task = data.get_mixture_or_task(cfg.mixture_or_task_name)
     data.check_split(task, cfg.split)
     self.output_dir = output_dir
-    self.split = cfg.split
     self.writer = writer
     os.makedirs(output_dir, exist_ok=True)
     # A subset's inference logs (`<task>-<step>.jsonl`) go to a folder of their own, so
@@ -104,7 +103,7 @@ class Evaluator:
     if jax.process_index() == 0:  # Every host computes the metrics; one appends them.
       records.append(self.output_dir, [
           records.Record(int(step), task, metrics, self.fingerprints.get(task), source='eval',
-                         split=self.splits.get(task, self.split))
+                         split=self.splits[task])
           for task, metrics in out.items()])
     if self.writer is not None:
       self.writer.write_scalars(int(step), {f'eval/{task}/{k}': v
