@@ -18,7 +18,6 @@ optax.adafactor's; T5X does the same.
 """
 
 import dataclasses
-import math
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
