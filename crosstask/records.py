@@ -37,6 +37,24 @@ def base_split(label: str) -> str:
   return match["split"] if match else label
 
 
+def subset_count(label: str | None) -> int | None:
+  """N of a subset's label 'validation[:N]'; None for a whole split."""
+  match = _SUBSET.match(label or "")
+  return int(match["count"]) if match else None
+
+
+def subset_log_dir(num_examples: int) -> str:
+  """The folder an eval of the first `num_examples` keeps its inference logs in (beside
+  its records), so they never overwrite the whole split's."""
+  return f"first_{num_examples}"
+
+
+def subset_of_log_dir(name: str) -> int | None:
+  """`num_examples` of a `subset_log_dir` name; None for any other folder."""
+  match = re.fullmatch(r"first_(\d+)", name)
+  return int(match[1]) if match else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Record:
   """One line: a task's metrics at a checkpoint step; `where` is 'file:line'."""

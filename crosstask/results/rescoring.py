@@ -75,12 +75,12 @@ def _seqio_log_line(line: Mapping) -> dict | None:
 def _beside(path: pathlib.Path, task: str, step: int) -> records.Record | None:
   """The eval's own record of `task` at `step` in the metrics.jsonl beside its log; for
   a subset's log (in `first_<N>/`) the record of `<split>[:N]` in the folder above."""
-  subset = re.fullmatch(r"first_(\d+)", path.parent.name)
+  subset = records.subset_of_log_dir(path.parent.name)
   file = (path.parent.parent if subset else path.parent) / records.FILENAME
   found = [r for r in records.read(file) if r.task == task and r.step == step
            and r.source == "eval"] if file.is_file() else []
   if subset:
-    found = [r for r in found if (r.split or "").endswith(f"[:{subset[1]}]")] or found
+    found = [r for r in found if records.subset_count(r.split) == subset] or found
   return found[-1] if found else None
 
 

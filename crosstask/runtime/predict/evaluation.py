@@ -63,7 +63,8 @@ class Evaluator:
     os.makedirs(output_dir, exist_ok=True)
     # A subset's inference logs (`<task>-<step>.jsonl`) go to a folder of their own, so
     # they never overwrite the whole split's; its records go to `output_dir` as others'.
-    log_dir = os.path.join(output_dir, f'first_{num_examples}') if num_examples else output_dir
+    log_dir = (os.path.join(output_dir, records.subset_log_dir(num_examples)) if num_examples
+               else output_dir)
     os.makedirs(log_dir, exist_ok=True)
     self._evaluator = tracing.without_autograph(
         seqio.Evaluator,
