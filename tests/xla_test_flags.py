@@ -2,7 +2,7 @@
 subprocesses the tests start (runtime_subprocess.env()), so both compile alike.
 
 Why: compiling is most of a cold run's time (an empty persistent cache, as on CI), and
-the tests compile many small programs. Two XLA:CPU options halve that cost. Neither
+the tests compile many small programs. Three XLA:CPU options halve that cost. None
 turns on fast math; the elemental emitter may round a fused reduction differently in
 the last bits (a gradient element of test_models_scan moved 1.2e-6 on a sum of terms
 near 2), which the tests' float32 tolerances allow for:
@@ -11,7 +11,11 @@ near 2), which the tests' float32 tolerances allow for:
 - `--xla_cpu_use_fusion_emitters=false`: fusions go through XLA's elemental emitter
   instead of the MLIR fusion emitters, whose pass pipeline costs more than the fusions'
   run time at the tests' sizes (network, attention and decoding modules cold: 44 -> 23 s
-  of compiling, 78 -> 55 s wall, one process).
+  of compiling, 78 -> 55 s wall, one process);
+- `--xla_cpu_parallel_codegen_split_count=1`: the generated LLVM module is compiled as
+  one, not split into up to 32 parts to compile on as many threads: each xdist worker
+  has one core, where the parts only cost (decoding, network and model modules, one
+  process on one core: 22.4 -> 17.6 s of compiling, 49 -> 44 s wall).
 The HLO passes (fusion decisions, scheduling, memory plans, the decoding options'
 rewrites some tests look for) are the same either way. The entry points the users run
 keep XLA's defaults: this is for the tests' compile time only.
@@ -25,7 +29,8 @@ import importlib.util
 import mmap
 import os
 
-_COMPILE_SPEED = ('--xla_backend_optimization_level=0', '--xla_cpu_use_fusion_emitters=false')
+_COMPILE_SPEED = ('--xla_backend_optimization_level=0', '--xla_cpu_use_fusion_emitters=false',
+                  '--xla_cpu_parallel_codegen_split_count=1')
 
 
 @functools.lru_cache(maxsize=None)
