@@ -7,10 +7,11 @@ import xla_test_flags
 
 def test_flags_add_what_is_missing_and_keep_what_is_set():
   got = xla_test_flags.flags(4, '--xla_backend_optimization_level=2 --xla_dump_to=/tmp/x')
-  emitters = '--xla_cpu_use_fusion_emitters=false'
+  known = [f for f in ('--xla_cpu_use_fusion_emitters=false',
+                        '--xla_cpu_parallel_codegen_split_count=1')
+           if xla_test_flags._jaxlib_knows(f)]  # pylint: disable=protected-access
   assert got.split() == ['--xla_backend_optimization_level=2', '--xla_dump_to=/tmp/x',
-                         '--xla_force_host_platform_device_count=4'] + (
-                             [emitters] if xla_test_flags._jaxlib_knows(emitters) else [])  # pylint: disable=protected-access
+                         '--xla_force_host_platform_device_count=4'] + known
   assert xla_test_flags.flags(8, xla_test_flags.flags(8)) == xla_test_flags.flags(8)
 
 
