@@ -1,6 +1,7 @@
 """Checkpoints are safe to restore: async saves cut by a kill are never restored, and
 restoring never unpickles anything (arrays, JSON and tf.data's format only)."""
 
+import logging
 import os
 import pickle
 import signal
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import jax
 import numpy as np
@@ -164,9 +166,10 @@ def test_restore_never_unpickles(tmp_path, monkeypatch):
   assert os.listdir(tmp_path)  # The planted files are still there, unread.
 
 
-def test_a_damaged_checkpoint_is_one_line_naming_it(tmp_path):
+def test_a_damaged_checkpoint_is_one_line_naming_it(tmp_path, monkeypatch):
   """A checkpoint cut short, or Git LFS pointers where its data should be, had ended in
-  safetensors' or TensorStore's traceback (or 'lacks 28 entries', as if another model's)."""
+  safetensors' or TensorStore's traceback (or 'lacks 28 entries', as if another model's);
+  and the reads orbax abandoned when one failed printed tracebacks under the line."""
   from crosstask.models import hf_import  # pylint: disable=g-import-not-at-top
   trainer, cfg = _trainer()
   state = trainer.init_state(seed=0)
@@ -194,7 +197,34 @@ def test_a_damaged_checkpoint_is_one_line_naming_it(tmp_path):
   data_files = list(state_dir.glob('ocdbt.process_*/d/*'))  # the arrays' chunks
   for p in data_files:
     p.unlink()
+  dropped = []  # what reaches the hook Python had before the reads: what gets printed
+  monkeypatch.setattr(sys, 'unraisablehook', dropped.append)
+  asyncio_log = logging.getLogger('asyncio')
+  monkeypatch.setattr(asyncio_log, 'filters', [])
   assert data_files and 'could not be read (' in refused(state_dir.parent)
+  _abandoned_reads_stay_quiet(dropped, asyncio_log)
   (state_dir / '_METADATA').unlink()
   assert 'holds none of the 28 entries the model needs (it holds 0): its metadata is ' in (
       refused(state_dir.parent))
+
+
+def _abandoned_reads_stay_quiet(printed: list, asyncio_log: logging.Logger) -> None:
+  """What TensorStore and asyncio drop after a failed restore (0 to 9 tracebacks on a
+  resume from damaged files, by the race) is kept off the console; anything else is not."""
+  read_error = Exception('Encountered error while reading array index: (slice(0, 32, 1),)')
+  read_error.__cause__ = ValueError('FAILED_PRECONDITION: Error reading "params.x/0"')
+  closed_loop = RuntimeError('Event loop is closed')
+  other = RuntimeError('a real bug in a callback')
+  for e in (read_error, closed_loop, other):
+    sys.unraisablehook(types.SimpleNamespace(exc_value=e))
+  assert [u.exc_value for u in printed] == [other]
+  later = Exception('gathered')
+  later.__context__ = read_error
+  kept = []
+  for e in (later, other):
+    record = asyncio_log.makeRecord('asyncio', logging.ERROR, __file__, 0,
+                                    'Task exception was never retrieved\nfuture: <Task>', (),
+                                    (type(e), e, None))
+    if asyncio_log.filter(record):
+      kept.append(e)
+  assert kept == [other]

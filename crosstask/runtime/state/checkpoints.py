@@ -8,7 +8,9 @@ import contextlib
 import dataclasses
 import functools
 import json
+import logging
 import os
+import sys
 from typing import Any, Mapping, Sequence
 
 import gin
@@ -182,6 +184,7 @@ def _compare_shapes(saved: dict[str, Any], want: dict[str, Any], source: str) ->
 def _reading(source: str):
   """Turns a checkpoint whose arrays cannot be read (missing or damaged data files, Git
   LFS pointers in their place) into one line naming it, not TensorStore's traceback."""
+  _drop_abandoned_reads()  # before: a read may fail, and another be dropped, at any time
   try:
     yield
   except faults.CheckpointMismatchError:
@@ -193,6 +196,45 @@ def _reading(source: str):
     raise faults.CheckpointMismatchError(
         f'Checkpoint {source} could not be read ({first}): its files are damaged or '
         'incomplete (an interrupted copy, or Git LFS pointers in place of the data).') from e
+
+
+_READ_ERRORS = ('Encountered error while reading array', 'Event loop is closed')
+
+
+def _is_abandoned_read(e: BaseException | None) -> bool:
+  """A read orbax left when another failed (the read error the one-line error reported
+  already, in the exception or what caused it), or TensorStore calling back into orbax's
+  closed event loop as it finishes one."""
+  while e is not None:
+    if str(e).startswith(_READ_ERRORS):
+      return True
+    e = e.__cause__ or e.__context__
+  return False
+
+
+class _DropAbandonedTasks(logging.Filter):
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not ('exception was never retrieved' in str(record.msg).split('\n', 1)[0]
+                and record.exc_info and _is_abandoned_read(record.exc_info[1]))
+
+
+def _drop_abandoned_reads() -> None:
+  """Keeps the one-line error one line: once a read has failed, orbax closes its event
+  loop and leaves the other reads, which TensorStore finishes anyway. Each printed a
+  traceback under the error as Python or asyncio dropped it (0 to 9 on a resume from
+  damaged files: "Event loop is closed", the same read error again as an unraisable
+  coroutine, or asyncio's "... exception was never retrieved"). Those, and nothing
+  else, are dropped."""
+  previous = sys.unraisablehook
+  if getattr(previous, 'drops_abandoned_reads', False):
+    return
+
+  def hook(unraisable) -> None:
+    if not _is_abandoned_read(unraisable.exc_value):
+      previous(unraisable)
+  hook.drops_abandoned_reads = True
+  sys.unraisablehook = hook
+  logging.getLogger('asyncio').addFilter(_DropAbandonedTasks())
 
 
 def check_shapes(state_dir: str, abstract: Any, subtree: str | None = None) -> None:
