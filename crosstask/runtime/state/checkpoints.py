@@ -198,16 +198,19 @@ def _reading(source: str):
         'incomplete (an interrupted copy, or Git LFS pointers in place of the data).') from e
 
 
-_READ_ERRORS = ('Encountered error while reading array', 'Event loop is closed')
-
-
-def _is_abandoned_read(e: BaseException | None) -> bool:
-  """A read orbax left when another failed (the read error the one-line error reported
-  already, in the exception or what caused it), or TensorStore calling back into orbax's
-  closed event loop as it finishes one."""
-  while e is not None:
-    if str(e).startswith(_READ_ERRORS):
+def _is_abandoned_read(e: BaseException | None, traceback: Any = None) -> bool:
+  """A read orbax left when another failed: its read error (the one the one-line error
+  reported) in the exception or what led to it, or TensorStore calling back into orbax's
+  closed event loop from its own threads (a traceback that starts in asyncio's
+  `call_soon_threadsafe`, with no Python caller)."""
+  if (isinstance(e, RuntimeError) and str(e) == 'Event loop is closed' and traceback
+      is not None and traceback.tb_frame.f_code.co_name == 'call_soon_threadsafe'):
+    return True
+  seen = set()
+  while e is not None and id(e) not in seen:
+    if str(e).startswith('Encountered error while reading array'):
       return True
+    seen.add(id(e))
     e = e.__cause__ or e.__context__
   return False
 
@@ -223,18 +226,20 @@ def _drop_abandoned_reads() -> None:
   loop and leaves the other reads, which TensorStore finishes anyway. Each printed a
   traceback under the error as Python or asyncio dropped it (0 to 9 on a resume from
   damaged files: "Event loop is closed", the same read error again as an unraisable
-  coroutine, or asyncio's "... exception was never retrieved"). Those, and nothing
-  else, are dropped."""
+  coroutine, or asyncio's "... exception was never retrieved"). Only those are dropped
+  (`_is_abandoned_read`); every other unraisable exception and asyncio error is printed."""
+  log = logging.getLogger('asyncio')
+  if not any(isinstance(f, _DropAbandonedTasks) for f in log.filters):
+    log.addFilter(_DropAbandonedTasks())
   previous = sys.unraisablehook
   if getattr(previous, 'drops_abandoned_reads', False):
     return
 
   def hook(unraisable) -> None:
-    if not _is_abandoned_read(unraisable.exc_value):
+    if not _is_abandoned_read(unraisable.exc_value, unraisable.exc_traceback):
       previous(unraisable)
   hook.drops_abandoned_reads = True
   sys.unraisablehook = hook
-  logging.getLogger('asyncio').addFilter(_DropAbandonedTasks())
 
 
 def check_shapes(state_dir: str, abstract: Any, subtree: str | None = None) -> None:
