@@ -131,8 +131,54 @@ class _TensorFlowImport(importlib.abc.MetaPathFinder):
     return spec
 
 
+def _is_abandoned_read(e: BaseException | None,
+                       traceback: types.TracebackType | None = None) -> bool:
+  """A read orbax left when another failed: its read error (the one the checkpoint's one-line
+  error reported) in the exception or what led to it, or TensorStore calling back into orbax's
+  closed event loop from its own threads (a traceback that starts in asyncio's
+  `call_soon_threadsafe`, with no Python caller)."""
+  if (isinstance(e, RuntimeError) and str(e) == 'Event loop is closed' and traceback
+      is not None and traceback.tb_frame.f_code.co_name == 'call_soon_threadsafe'):
+    return True
+  seen = set()
+  while e is not None and id(e) not in seen:
+    if str(e).startswith('Encountered error while reading array'):
+      return True
+    seen.add(id(e))
+    e = e.__cause__ or e.__context__
+  return False
+
+
+class _DropAbandonedTasks(logging.Filter):
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not ('exception was never retrieved' in str(record.msg).split('\n', 1)[0]
+                and record.exc_info and _is_abandoned_read(record.exc_info[1]))
+
+
+def _drop_abandoned_reads() -> None:
+  """Keeps a damaged checkpoint's error one line: once a read has failed, orbax closes its
+  event loop and leaves the other reads, which TensorStore finishes anyway. Each printed a
+  traceback under the error as Python or asyncio dropped it (0 to 9 on a resume from
+  damaged files: "Event loop is closed", the same read error again as an unraisable
+  coroutine, or asyncio's "... exception was never retrieved"). Only those are dropped
+  (`_is_abandoned_read`); every other unraisable exception and asyncio error is printed."""
+  log = logging.getLogger('asyncio')
+  if not any(isinstance(f, _DropAbandonedTasks) for f in log.filters):
+    log.addFilter(_DropAbandonedTasks())
+  previous = sys.unraisablehook
+  if getattr(previous, 'drops_abandoned_reads', False):
+    return
+
+  def hook(unraisable) -> None:
+    if not _is_abandoned_read(unraisable.exc_value, unraisable.exc_traceback):
+      previous(unraisable)
+  hook.drops_abandoned_reads = True
+  sys.unraisablehook = hook
+
+
 def quiet_startup(verbose: bool = False) -> None:
-  """Keeps start-up noise and unactionable library warnings off the console,
+  """Keeps start-up noise, unactionable library warnings and the tracebacks of a damaged
+  checkpoint's abandoned reads (`_drop_abandoned_reads`) off the console,
   TensorFlow off the GPUs (`keep_tensorflow_on_the_host`, verbose or not) and its
   import out of the garbage collector's way (`_collector_paused_then_frozen`).
 
@@ -143,6 +189,7 @@ def quiet_startup(verbose: bool = False) -> None:
   if not verbose:
     os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # C++ errors only
     logging.getLogger('absl').addFilter(_DropUnactionable())
+    _drop_abandoned_reads()
   if sys.modules.get('tensorflow') is not None:  # Imported already: hide what is left.
     keep_tensorflow_on_the_host(sys.modules['tensorflow'])
   elif 'tensorflow' not in sys.modules and not any(

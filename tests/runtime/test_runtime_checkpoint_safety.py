@@ -18,6 +18,7 @@ import pytest
 import seqio
 
 import runtime_subprocess as rs
+from crosstask import startup
 from crosstask.models import config as config_lib
 from crosstask.models import model as model_lib
 from crosstask.models import network
@@ -199,11 +200,13 @@ def test_a_damaged_checkpoint_is_one_line_naming_it(tmp_path, monkeypatch):
   for p in data_files:
     p.unlink()
   # The session's hook filtered too, for what this test's read drops after it ends.
-  checkpoints._drop_abandoned_reads()  # pylint: disable=protected-access
-  dropped = []  # what reaches the hook Python had before the reads: what gets printed
+  startup._drop_abandoned_reads()  # pylint: disable=protected-access
+  dropped = []  # what reaches the hook Python had before the entry point: what gets printed
   monkeypatch.setattr(sys, 'unraisablehook', dropped.append)
   asyncio_log = logging.getLogger('asyncio')
   monkeypatch.setattr(asyncio_log, 'filters', [])
+  monkeypatch.setattr(logging.getLogger('absl'), 'filters', [])
+  startup.quiet_startup()  # as every entry point starts
   assert data_files and 'could not be read (' in refused(state_dir.parent)
   _abandoned_reads_stay_quiet(dropped, asyncio_log)
   (state_dir / '_METADATA').unlink()

@@ -8,9 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import json
-import logging
 import os
-import sys
 from typing import Any, Mapping, Sequence
 
 import gin
@@ -184,7 +182,6 @@ def _compare_shapes(saved: dict[str, Any], want: dict[str, Any], source: str) ->
 def _reading(source: str):
   """Turns a checkpoint whose arrays cannot be read (missing or damaged data files, Git
   LFS pointers in their place) into one line naming it, not TensorStore's traceback."""
-  _drop_abandoned_reads()  # before: a read may fail, and another be dropped, at any time
   try:
     yield
   except faults.CheckpointMismatchError:
@@ -196,50 +193,6 @@ def _reading(source: str):
     raise faults.CheckpointMismatchError(
         f'Checkpoint {source} could not be read ({first}): its files are damaged or '
         'incomplete (an interrupted copy, or Git LFS pointers in place of the data).') from e
-
-
-def _is_abandoned_read(e: BaseException | None, traceback: Any = None) -> bool:
-  """A read orbax left when another failed: its read error (the one the one-line error
-  reported) in the exception or what led to it, or TensorStore calling back into orbax's
-  closed event loop from its own threads (a traceback that starts in asyncio's
-  `call_soon_threadsafe`, with no Python caller)."""
-  if (isinstance(e, RuntimeError) and str(e) == 'Event loop is closed' and traceback
-      is not None and traceback.tb_frame.f_code.co_name == 'call_soon_threadsafe'):
-    return True
-  seen = set()
-  while e is not None and id(e) not in seen:
-    if str(e).startswith('Encountered error while reading array'):
-      return True
-    seen.add(id(e))
-    e = e.__cause__ or e.__context__
-  return False
-
-
-class _DropAbandonedTasks(logging.Filter):
-  def filter(self, record: logging.LogRecord) -> bool:
-    return not ('exception was never retrieved' in str(record.msg).split('\n', 1)[0]
-                and record.exc_info and _is_abandoned_read(record.exc_info[1]))
-
-
-def _drop_abandoned_reads() -> None:
-  """Keeps the one-line error one line: once a read has failed, orbax closes its event
-  loop and leaves the other reads, which TensorStore finishes anyway. Each printed a
-  traceback under the error as Python or asyncio dropped it (0 to 9 on a resume from
-  damaged files: "Event loop is closed", the same read error again as an unraisable
-  coroutine, or asyncio's "... exception was never retrieved"). Only those are dropped
-  (`_is_abandoned_read`); every other unraisable exception and asyncio error is printed."""
-  log = logging.getLogger('asyncio')
-  if not any(isinstance(f, _DropAbandonedTasks) for f in log.filters):
-    log.addFilter(_DropAbandonedTasks())
-  previous = sys.unraisablehook
-  if getattr(previous, 'drops_abandoned_reads', False):
-    return
-
-  def hook(unraisable) -> None:
-    if not _is_abandoned_read(unraisable.exc_value, unraisable.exc_traceback):
-      previous(unraisable)
-  hook.drops_abandoned_reads = True
-  sys.unraisablehook = hook
 
 
 def check_shapes(state_dir: str, abstract: Any, subtree: str | None = None) -> None:
