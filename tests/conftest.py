@@ -1,10 +1,13 @@
 """Shared test set-up: 8 virtual CPU devices, the compile-speed XLA flags, one persistent
 compile cache, the slow tests scheduled first, xdist workers pinned to their cores,
-Python's GC kept off the libraries, and the official-data fixture."""
+Python's GC kept off the libraries, workers that exit without tearing down, and the
+official-data fixture."""
 
+import atexit
 import gc
 import os
 import subprocess
+import sys
 import tempfile
 
 import xla_test_flags
@@ -123,6 +126,25 @@ def pytest_collection_finish(session):
   gc.freeze()
   gc.set_threshold(20_000, 20, 50)
   gc.enable()  # off since pytest_configure
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+  """An xdist worker ends its process without tearing down its interpreter.
+
+  Its results are with the controller by now, which waits for the process to exit
+  before it reports. Freeing the ~1.5M objects a worker holds (TensorFlow, JAX, torch,
+  a thousand compiled programs) and running the libraries' exit hooks took 4.4 s
+  between the last worker's end and the report in a cold `make test-fast`, 0.8 s
+  without (the run: 3:04.6 -> 2:59.4). Registered last, this exit hook runs first."""
+  if hasattr(config, "workerinput"):
+    atexit.register(_exit_now)
+
+
+def _exit_now() -> None:
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(0)
 
 
 @pytest.fixture

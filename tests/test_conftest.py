@@ -1,6 +1,6 @@
 """conftest.py's scheduling of the test processes: a worker pinned to one core starts
 its children (the entry points the end-to-end tests run) on every core, and the garbage
-collector keeps out of the collected modules."""
+collector keeps out of the collected modules, and a worker leaves without tearing down."""
 
 import gc
 import json
@@ -68,3 +68,35 @@ def test_the_tests_run_with_the_collector_on_and_the_collected_modules_frozen():
   assert gc.isenabled()
   assert gc.get_threshold() == (20_000, 20, 50)
   assert gc.get_freeze_count() > 0
+
+
+# A suite of two tests, one failing, run by one xdist worker under the suite's exit
+# hook. Its test module registers an exit hook of its own, as the libraries do: the
+# worker's teardown would run it.
+_SUITE_CONFTEST = f"""
+import importlib.util
+spec = importlib.util.spec_from_file_location('suite_conftest', {str(TESTS / 'conftest.py')!r})
+suite = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+pytest_unconfigure = suite.pytest_unconfigure
+"""
+_SUITE_TESTS = """
+import atexit, os, pathlib
+atexit.register(lambda: pathlib.Path(os.environ['TORN_DOWN']).write_text(
+    os.environ.get('PYTEST_XDIST_WORKER', 'controller')))
+def test_passes(): assert 1 + 1 == 2
+def test_fails(): assert 1 + 1 == 3
+"""
+
+
+def test_a_worker_reports_every_result_then_exits_without_tearing_down(tmp_path):
+  (tmp_path / "conftest.py").write_text(_SUITE_CONFTEST)
+  (tmp_path / "test_two.py").write_text(_SUITE_TESTS)
+  torn_down = tmp_path / "torn_down"
+  out = subprocess.run(
+      [sys.executable, "-m", "pytest", "-n", "1", "-q", "-p", "no:cacheprovider",
+       str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+      env={**os.environ, "TORN_DOWN": str(torn_down), "PYTHONPATH": str(TESTS)}, timeout=120)
+  assert out.returncode == 1, out.stdout + out.stderr  # the failure still counts
+  assert "1 failed, 1 passed" in out.stdout, out.stdout
+  assert not torn_down.exists(), torn_down.read_text()  # the worker skipped its exit hooks
