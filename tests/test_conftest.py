@@ -49,17 +49,24 @@ class _Item:
     return self.mark if name == "slow" else None
 
 
-def test_slow_tests_run_first_longest_first_then_the_rest_in_collected_order(pytestconfig):
+def test_each_half_runs_its_share_of_slow_tests_longest_first_then_short_ones(pytestconfig):
   # The suite's conftest as pytest loaded it (`import conftest` may give a subfolder's).
   [conftest] = [p for p in pytestconfig.pluginmanager.get_plugins()
                 if getattr(p, "__file__", None) == str(TESTS / "conftest.py")]
   slow = pytest.mark.slow
   items = [_Item("fast_a"), _Item("slow_default", slow.mark),
-           _Item("slow_long", slow(seconds=80).mark), _Item("fast_b"),
-           _Item("slow_short", slow(seconds=5).mark), _Item("slow_long_too", slow(seconds=80).mark)]
+           _Item("slow_long", slow(seconds=80).mark), _Item("fast_b"), _Item("fast_c"),
+           _Item("slow_short", slow(seconds=5).mark), _Item("slow_mid", slow(seconds=60).mark),
+           _Item("fast_d"), _Item("slow_short_too", slow(seconds=5).mark), _Item("fast_e")]
   conftest.pytest_collection_modifyitems(None, None, items)
+  # Each slow test goes to the half with fewer seconds so far: 80 | 60, 10, 5, 5 (xdist
+  # gives the first worker the first 5 of these 10, the second the rest).
   assert [item.name for item in items] == [
-      "slow_long", "slow_long_too", "slow_default", "slow_short", "fast_a", "fast_b"]
+      "slow_long", "fast_a", "fast_b", "fast_c", "fast_d",
+      "slow_mid", "slow_default", "slow_short", "slow_short_too", "fast_e"]
+  only_short = [_Item(f"fast_{i}") for i in range(5)]
+  conftest.pytest_collection_modifyitems(None, None, only_short)
+  assert [item.name for item in only_short] == [f"fast_{i}" for i in range(5)]
 
 
 def test_the_tests_run_with_the_collector_on_and_the_collected_modules_frozen():

@@ -22,7 +22,7 @@ BASE_TASK = "csl_zh_discipline_to_category"
 TASK = f"{BASE_TASK}.csl_sample"
 
 
-@pytest.mark.slow(seconds=80)
+@pytest.mark.slow(seconds=55)
 def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(tmp_path, capsys):
   env = runtime_subprocess.env()
   env["CROSSTASK_DATA_DIR"] = str(tmp_path / "ignored")  # the demo pins the bundled sample

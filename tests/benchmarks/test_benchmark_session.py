@@ -40,7 +40,7 @@ from gpu_workload import Lengths
 IMAGE_ENV = pathlib.Path(tempfile.gettempdir()) / f"crosstask-gpu-image-{os.getuid()}"
 
 
-@pytest.mark.slow(seconds=120)
+@pytest.mark.slow(seconds=140)
 def test_gpu_session_runs_every_row_kind_end_to_end_on_the_cpu(tmp_path):
   # What the next GPU session runs in one call, as --quick: both profiles with their raw
   # traces, crosstask's and HF's training rows, the decoding rows with rooflines and the

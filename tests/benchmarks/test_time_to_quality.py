@@ -137,7 +137,7 @@ def test_without_a_gpu_the_default_run_says_so_and_writes_nothing(tmp_path, caps
   assert "no GPU here" in capsys.readouterr().out and not list(tmp_path.iterdir())
 
 
-@pytest.mark.slow  # Trains the tiny model in both frameworks, each in its own process.
+@pytest.mark.slow(seconds=16)  # Trains the tiny model in both frameworks, each in its own process.
 def test_pipeline_trains_both_sides_alike_on_the_cpu(tmp_path):
   # float32 on both sides: the two frameworks then differ only in summation order
   # (~1e-7 relative per op); their validation curves stayed within 0.7-1.4e-6 on these

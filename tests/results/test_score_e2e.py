@@ -34,7 +34,7 @@ def _job(module, run_gin, *flags):
           *FLAGS, *flags]
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=50)
 def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
   model_dir = tmp_path / "model"
   _run(_job("crosstask.train", "runs/finetune.gin", f"--gin.MODEL_DIR='{model_dir}'",

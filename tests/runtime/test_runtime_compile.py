@@ -76,7 +76,7 @@ def _check_per_chip_bytes(report: dict, run, trainer) -> None:
 
 
 # 'data', the default layout, is compiled by the CLI test below (under a run file).
-@pytest.mark.slow
+@pytest.mark.slow(seconds=14)
 @pytest.mark.parametrize('layout', [layout for layout in LAYOUTS if layout != 'data'])
 def test_train_step_compiles_for_v5e_2x2_per_chip_bytes(layout):
   where = aot.target('v5e:2x2')

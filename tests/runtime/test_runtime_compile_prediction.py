@@ -123,7 +123,7 @@ def _compile(where: aot.Target, scan: bool) -> compile_report.Report:
   return aot.compile_step(run, chip=where.chip, topology=where.name)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=18)
 @pytest.mark.parametrize('topology_name', ['local', 'v5e:2x2'])
 def test_scanned_and_unrolled_compiles_predict_the_same_step(topology_name):
   if topology_name != 'local':

@@ -20,7 +20,7 @@ def test_demo_config_parses():
     gin.clear_config()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=25)
 def test_train_and_evaluate_smoke(tmp_path):
   out = demo.train_and_evaluate(
       str(tmp_path / 'demo'), steps=3,

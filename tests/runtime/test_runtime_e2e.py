@@ -13,7 +13,7 @@ from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 
 
-@pytest.mark.slow(seconds=45)
+@pytest.mark.slow(seconds=36)
 def test_train_eval_infer(tmp_path):
   model_dir = tmp_path / 'model'
   train = rs.run(rs.train_cmd(model_dir, 60, '--gin.CHECKPOINT_PERIOD=30', '--gin.EVAL_PERIOD=60',

@@ -65,7 +65,7 @@ def _restart_from(src, step: int, dst):
   return dst
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=17)
 def test_resume_reads_no_consumed_batch(tmp_path, capsys):
   """Restart cost is flat in N: the iterator resumes, the source is not re-read."""
   run = tmp_path / 'run'

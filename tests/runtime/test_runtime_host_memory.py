@@ -72,7 +72,7 @@ def _run_job(entry_point: str, n: int = 4096, **env_vars: str) -> dict:
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=16)
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='glibc malloc settings')
 def test_entry_points_keep_temporaries_in_the_heap_without_page_faults():
   system = {n: _run_job('infer', n, **{host_memory.ENV: 'system'}) for n in (2048, 4096)}

@@ -34,7 +34,7 @@ def procs():
       p.wait()
 
 
-@pytest.mark.slow(seconds=50)
+@pytest.mark.slow(seconds=40)
 def test_killed_and_preempted_runs_resume_to_the_uninterrupted_result(tmp_path, procs):
   clean, killed, preempted = tmp_path / 'clean', tmp_path / 'killed', tmp_path / 'preempted'
   logs = {d: tmp_path / f'{d.name}.log' for d in (clean, killed, preempted)}

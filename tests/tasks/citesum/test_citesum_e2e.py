@@ -24,7 +24,7 @@ def _run(cmd):
   return res
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=17)
 def test_train_on_citesum_then_zero_shot_scitldr_with_prompt(tmp_path):
   model_dir, eval_dir = tmp_path / "model", tmp_path / "eval"
   _run([sys.executable, "-m", "crosstask.train", f"--gin_file={rs.TINY}",

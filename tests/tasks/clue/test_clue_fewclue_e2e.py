@@ -47,7 +47,7 @@ def _entry(module, run_gin, *flags):
           *FLAGS, *flags]
 
 
-@pytest.mark.slow(seconds=45)
+@pytest.mark.slow(seconds=30)
 def test_fewclue_protocol_with_rank_classification(tmp_path, capsys):
   root = _data_root(tmp_path)
   model_dir = tmp_path / "model"

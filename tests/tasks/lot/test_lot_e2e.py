@@ -24,7 +24,7 @@ def _run(cmd, data_dir):
   return res
 
 
-@pytest.mark.slow(seconds=80)
+@pytest.mark.slow(seconds=70)
 def test_pretrain_finetune_sample_and_score(tmp_path, official_data):
   vocab = f"--gin.VOCABULARY_PATH='{official_data / 'vocab' / 'sentencepiece_cn.model'}'"
   model = "--gin_file=lot/demo_tiny.gin"
