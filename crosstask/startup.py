@@ -92,9 +92,36 @@ def _collector_paused_then_frozen():
       gc.enable()
 
 
+# Optional integrations of Keras, which TensorFlow imports whole: Keras imports each if it
+# can (its scikit-learn estimator wrappers, its image-gallery plot) and does without
+# when it cannot. crosstask uses neither through Keras.
+_KERAS_OPTIONAL = ('sklearn', 'matplotlib')
+
+
+@contextlib.contextmanager
+def _without_kerass_optional_imports():
+  """Keras's optional integrations unimportable for the length of TensorFlow's import,
+  importable again after, by crosstask's own code (SciRepEval's probes, the results'
+  plots) as by any other.
+
+  Why: Keras took them at TensorFlow's import whether used or not: scikit-learn 0.61 s
+  and matplotlib 0.41 s of the 4.3 s `import crosstask.train` with a task module
+  spent importing, in every entry point's process. One imported already stays.
+  """
+  hidden = [name for name in _KERAS_OPTIONAL if name not in sys.modules]
+  for name in hidden:
+    sys.modules[name] = None  # `import name` raises ImportError
+  try:
+    yield
+  finally:
+    for name in hidden:
+      if sys.modules.get(name, ()) is None:
+        del sys.modules[name]
+
+
 class _TensorFlowLoader(importlib.abc.Loader):
-  """Runs TensorFlow's import, stderr silenced if asked and the garbage collector
-  paused, then keeps it on the host."""
+  """Runs TensorFlow's import, stderr silenced if asked, the garbage collector paused
+  and Keras's optional integrations left out, then keeps it on the host."""
 
   def __init__(self, loader: importlib.abc.Loader, silent: bool):
     self._loader, self._silent = loader, silent
@@ -104,7 +131,7 @@ class _TensorFlowLoader(importlib.abc.Loader):
 
   def exec_module(self, module) -> None:
     with (_stderr_silenced() if self._silent else contextlib.nullcontext(),
-          _collector_paused_then_frozen()):
+          _collector_paused_then_frozen(), _without_kerass_optional_imports()):
       self._loader.exec_module(module)
       keep_tensorflow_on_the_host(module)
 

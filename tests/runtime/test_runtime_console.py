@@ -6,6 +6,7 @@ import logging
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -111,27 +112,46 @@ def test_the_compile_command_for_this_machine_prints_no_libtpu_search():
 
 
 # A command line's TensorFlow import, as `quiet_startup` arranges it: the collections
-# during the import, the collector's state after, the objects frozen.
+# during the import, the collector's state after, the objects frozen, what of Keras's
+# optional integrations the import brought, and whether they import after it.
 _IMPORT_UNDER_STARTUP = """
-import gc, json
+import gc, json, sys
 from crosstask import startup
 startup.quiet_startup()
 collections = []
 gc.callbacks.append(lambda phase, info: collections.append(1) if phase == 'start' else None)
 import tensorflow
 gc.callbacks.clear()
-print(json.dumps([len(collections), gc.isenabled(), gc.get_freeze_count()]))
+brought = sorted(name for name in ('sklearn', 'matplotlib') if name in sys.modules)
+import matplotlib.pyplot, sklearn.metrics
+print(json.dumps([len(collections), gc.isenabled(), gc.get_freeze_count(), brought,
+                  sklearn.metrics.f1_score([0, 1, 1], [0, 1, 0], average='macro')]))
 """
 
 
 @pytest.mark.slow  # a subprocess that imports TensorFlow
-def test_tensorflows_import_runs_without_the_collector_and_stays_out_of_its_scans():
+def test_tensorflows_import_runs_without_the_collector_or_kerass_optional_imports():
   done = subprocess.run([sys.executable, '-c', _IMPORT_UNDER_STARTUP], cwd=rs.REPO,
                         env=rs.env(), capture_output=True, text=True, timeout=300, check=False)
   assert done.returncode == 0, done.stderr[-3000:]
-  collections, enabled, frozen = json.loads(done.stdout.splitlines()[-1])
+  collections, enabled, frozen, brought, f1 = json.loads(done.stdout.splitlines()[-1])
   # Without the pause: ~1,200 collections during the import (1,020 here), nothing frozen.
   assert collections == 0 and enabled and frozen > 300_000, done.stdout
+  # Keras imports scikit-learn and matplotlib if it can (1 s of the import); after the
+  # import both are there for crosstask's own uses.
+  assert brought == [] and f1 == pytest.approx(2 / 3), done.stdout
+
+
+def test_kerass_optional_imports_are_hidden_only_during_the_import(monkeypatch):
+  monkeypatch.delitem(sys.modules, 'sklearn', raising=False)
+  already = types.ModuleType('matplotlib')
+  monkeypatch.setitem(sys.modules, 'matplotlib', already)
+  with startup._without_kerass_optional_imports():  # pylint: disable=protected-access
+    with pytest.raises(ImportError):
+      import sklearn  # pylint: disable=import-outside-toplevel,unused-import
+    import matplotlib  # pylint: disable=import-outside-toplevel
+    assert matplotlib is already  # imported before: left as it was
+  assert 'sklearn' not in sys.modules and sys.modules['matplotlib'] is already
 
 
 def test_a_collector_the_caller_turned_off_stays_off():
