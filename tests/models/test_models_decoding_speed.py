@@ -109,8 +109,10 @@ def _decode_with(cfg, decode_fn, num_decodes):
 @pytest.mark.parametrize("changes,key_shape", [
     ({"cross_keys_last": False}, (3, 4, 10, 8)),
     ({"decode_cross_attention": "pallas_interpret"}, (3, 4, 16, 8))])
-@pytest.mark.parametrize("decode_fn,num_decodes", [(decoding.temperature_sample, 1),
-                                                   (decoding.beam_search, 3)])
+# The fast set (`-m 'not slow'`) decodes each with beam search; the full suite greedily too.
+@pytest.mark.parametrize("decode_fn,num_decodes", [
+    pytest.param(decoding.temperature_sample, 1, marks=pytest.mark.slow),
+    (decoding.beam_search, 3)])
 def test_each_layout_and_kernel_of_cross_attention_decodes_the_same_tokens(
     changes, key_shape, decode_fn, num_decodes):
   plain, plain_shape = _decode_with(CFG, decode_fn, num_decodes)
@@ -184,7 +186,9 @@ def _beam_decode(cfg, num_decodes, prompt=None):
   return np.asarray(tokens), np.asarray(aux["scores"])
 
 
-@pytest.mark.parametrize("dtype,num_decodes", [("float32", 3), ("bfloat16", 4)])
+# The fast set (`-m 'not slow'`) checks float32; the full suite bfloat16 with 4 beams too.
+@pytest.mark.parametrize("dtype,num_decodes", [
+    ("float32", 3), pytest.param("bfloat16", 4, marks=pytest.mark.slow)])
 def test_beam_search_with_self_caches_left_in_place_decodes_the_same_beams(
     monkeypatch, dtype, num_decodes):
   plain_cfg = dataclasses.replace(CFG, dtype=dtype, beam_self_cache="reorder")

@@ -7,6 +7,7 @@ import types
 
 import jax
 import numpy as np
+import pytest
 
 from crosstask.models import config as config_lib
 from crosstask.models.config import TransformerConfig
@@ -29,6 +30,7 @@ def _values(variables):
   return [np.asarray(x) for x in jax.tree.leaves(variables)]
 
 
+@pytest.mark.slow(seconds=5)  # the speed options' check, not the inner loop's
 def test_speed_settings_never_change_the_initial_parameters():
   assert set(VARIANTS) == set(config_lib.SPEED_SETTINGS)
   # Scanned: an unscanned init's forward pass is dead code jax drops before lowering, a

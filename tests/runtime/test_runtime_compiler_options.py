@@ -30,6 +30,7 @@ def _two_steps(trainer):
   return jax.device_get(state), jax.device_get(metrics)
 
 
+@pytest.mark.slow(seconds=5)  # a platform option's check, not the inner loop's
 @pytest.mark.skipif(jax.default_backend() != 'cpu', reason="the CPU profile's options")
 def test_the_cpu_profile_trains_like_xlas_defaults_and_plans_no_more_memory():
   plain = _trainer(profile=platform.profile('cpu', train_compiler_options={}))

@@ -243,7 +243,9 @@ def _runner(model, params, profile=None, num_decodes=1, devices=None):
                              num_decodes=num_decodes, profile=profile)
 
 
-@pytest.mark.parametrize("beam", [False, True], ids=["greedy", "beam4"])
+# The fast set (`-m 'not slow'`) decodes greedily; the full suite with beam search too.
+@pytest.mark.parametrize("beam", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["greedy", "beam4"])
 def test_decoding_with_the_cpu_profile_or_xlas_defaults_gives_the_same_outputs(params, beam):
   model, batch = _model(beam), _batch()
   num_decodes = 4 if beam else 1
