@@ -1,7 +1,7 @@
 """Shared test set-up: 8 virtual CPU devices, the compile-speed XLA flags, one persistent
-compile cache, the slow tests scheduled first, xdist workers pinned to their cores,
-Python's GC kept off the libraries, workers that exit without tearing down, and the
-official-data fixture."""
+compile cache, the slow tests shared between the workers and run first, xdist workers
+pinned to their cores, Python's GC kept off the libraries, workers that exit without
+tearing down, and the official-data fixture."""
 
 import atexit
 import gc
