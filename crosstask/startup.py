@@ -99,7 +99,7 @@ _KERAS_OPTIONAL = ('sklearn', 'matplotlib')
 
 
 @contextlib.contextmanager
-def _without_kerass_optional_imports():
+def _without_keras_optional_imports():
   """Keras's optional integrations unimportable for the length of TensorFlow's import,
   importable again after, by crosstask's own code (SciRepEval's probes, the results'
   plots) as by any other.
@@ -131,7 +131,7 @@ class _TensorFlowLoader(importlib.abc.Loader):
 
   def exec_module(self, module) -> None:
     with (_stderr_silenced() if self._silent else contextlib.nullcontext(),
-          _collector_paused_then_frozen(), _without_kerass_optional_imports()):
+          _collector_paused_then_frozen(), _without_keras_optional_imports()):
       self._loader.exec_module(module)
       keep_tensorflow_on_the_host(module)
 

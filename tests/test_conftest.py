@@ -1,6 +1,7 @@
-"""conftest.py's scheduling of the test processes: a worker pinned to one core starts
-its children (the entry points the end-to-end tests run) on every core, and the garbage
-collector keeps out of the collected modules, and a worker leaves without tearing down."""
+"""conftest.py's scheduling of the test processes: the slow tests shared between the
+workers, a worker pinned to one core starting its children (the entry points the
+end-to-end tests run) on every core, the garbage collector kept out of the collected
+modules, and a worker leaving without tearing down."""
 
 import gc
 import json

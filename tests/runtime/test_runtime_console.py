@@ -130,7 +130,7 @@ print(json.dumps([len(collections), gc.isenabled(), gc.get_freeze_count(), broug
 
 
 @pytest.mark.slow  # a subprocess that imports TensorFlow
-def test_tensorflows_import_runs_without_the_collector_or_kerass_optional_imports():
+def test_tensorflows_import_runs_without_the_collector_or_keras_optional_imports():
   done = subprocess.run([sys.executable, '-c', _IMPORT_UNDER_STARTUP], cwd=rs.REPO,
                         env=rs.env(), capture_output=True, text=True, timeout=300, check=False)
   assert done.returncode == 0, done.stderr[-3000:]
@@ -142,11 +142,11 @@ def test_tensorflows_import_runs_without_the_collector_or_kerass_optional_import
   assert brought == [] and f1 == pytest.approx(2 / 3), done.stdout
 
 
-def test_kerass_optional_imports_are_hidden_only_during_the_import(monkeypatch):
+def test_keras_optional_imports_are_hidden_only_during_the_import(monkeypatch):
   monkeypatch.delitem(sys.modules, 'sklearn', raising=False)
   already = types.ModuleType('matplotlib')
   monkeypatch.setitem(sys.modules, 'matplotlib', already)
-  with startup._without_kerass_optional_imports():  # pylint: disable=protected-access
+  with startup._without_keras_optional_imports():  # pylint: disable=protected-access
     with pytest.raises(ImportError):
       import sklearn  # pylint: disable=import-outside-toplevel,unused-import
     import matplotlib  # pylint: disable=import-outside-toplevel
