@@ -24,11 +24,12 @@ FILENAME = "metrics.jsonl"
 _SUBSET = re.compile(r"^(?P<split>.+)\[:(?P<count>\d+)\]$")
 
 
-def subset_split(split: str, num_examples: int | None, count: int) -> str:
-  """The split's label for `count` examples read under NUM_EXAMPLES=`num_examples`:
-  TFDS's slice notation 'validation[:N]' where the limit was reached (the split may
-  have held more), so a subset's numbers never pass for the whole split's."""
-  return f"{split}[:{count}]" if num_examples and count >= num_examples else split
+def subset_split(split: str, count: int, *, whole: bool) -> str:
+  """The split's label for the first `count` examples read from it: its name where they
+  are the `whole` split (NUM_EXAMPLES unset, or the split holds no more), else TFDS's
+  slice notation 'validation[:N]', so a subset's numbers never pass for the whole split's
+  and the whole split's are never labelled a subset."""
+  return split if whole else f"{split}[:{count}]"
 
 
 def base_split(label: str) -> str:

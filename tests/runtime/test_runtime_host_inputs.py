@@ -17,6 +17,7 @@ import numpy_params
 import runtime_subprocess as rs
 from crosstask import paths
 from crosstask import plain_vocabularies
+from crosstask import records
 from crosstask import tracing
 from crosstask import vocabularies
 from crosstask.models import model as model_lib
@@ -24,6 +25,8 @@ from crosstask.models.config import TransformerConfig
 from crosstask.models.network import Transformer
 from crosstask.runtime.data import host_inputs
 from crosstask.runtime.data import pipeline
+from crosstask.runtime.jobs import infer_lib
+from crosstask.runtime.predict import evaluation
 from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
 from crosstask.runtime.sharding import partitioning
@@ -139,7 +142,32 @@ def test_predictions_text_and_metrics_equal_the_seqio_jobs(sample_sentencepiece)
         assert plain.score(texts, outputs) == {
             k: v for fn in task.metric_fns for k, v in fn(targets, predictions).items()}
       assert 0 < plain.score(texts, titles)['rougeL'] < 100
+    # The job's own reading (`infer_lib`): the first N, labelled a subset only where the
+    # split holds more than N; its 30 examples under NUM_EXAMPLES=30 are the whole split.
+    for limit, label in ((None, 'validation'), (29, 'validation[:29]'), (30, 'validation'),
+                         (31, 'validation')):
+      out = infer_lib.plain_predictions(runner, params, plain, plain_vocabularies.get(name),
+                                        'validation', LENGTHS, limit)
+      assert out.examples == texts[:limit] and out.tokens == got[:limit], limit
+      assert records.subset_split('validation', len(out.tokens), whole=out.whole) == label
   assert written[1]  # the pieces' decode compared is of text, not only of nothing
+
+
+def test_an_evaluator_labels_a_subset_only_where_the_split_holds_more(sample_sentencepiece,
+                                                                      tmp_path):
+  # The eval job's label of its split (records, the results table): the sample's 30
+  # validation papers under NUM_EXAMPLES=30 are the whole split, not 'validation[:30]'.
+  (name,) = factory.register_for_vocabulary([tasks.csl_task(*FIELDS).name],
+                                            vocabularies.get(vocabularies.BYTES))
+  cfg = pipeline.DatasetConfig(name, LENGTHS, 'validation', 8, False, 0,
+                               module='crosstask.tasks.csl')
+  labels = {}
+  with paths.use_data_dir(paths.SAMPLE_DIR):
+    for limit in (None, 29, 30, 31):
+      evaluator = evaluation.Evaluator(cfg, str(tmp_path / str(limit)), num_examples=limit)
+      labels[limit] = evaluator.splits[name]
+  assert labels == {None: 'validation', 29: 'validation[:29]', 30: 'validation',
+                    31: 'validation'}
 
 
 def test_decoding_equals_seqios_past_eos_and_past_the_vocabulary(sample_sentencepiece):

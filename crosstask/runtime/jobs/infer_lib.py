@@ -43,12 +43,14 @@ def _line(index: int, inputs: str, targets: str, prediction: str, score: float,
 
 class Predictions(NamedTuple):
   """A split's examples ({"inputs", "targets"} text), their features as the model reads
-  them, and its predictions: (index, tokens), their log-likelihoods, their text."""
+  them, and its predictions: (index, tokens), their log-likelihoods, their text;
+  `whole`: whether the examples are all the split holds."""
   examples: list[dict[str, str]]
   features: dict[str, np.ndarray]
   tokens: list[tuple[int, list[int]]]
   scores: list[float]
   texts: list[str]
+  whole: bool
 
 
 def plain_predictions(runner: inference.Inference, params: Any, task: Any, vocabulary: Any,
@@ -57,11 +59,14 @@ def plain_predictions(runner: inference.Inference, params: Any, task: Any, vocab
   """The job without SeqIO up to its output: the first `num_examples` (None or 0: all)
   examples of `task`'s `split` (a `PlainTask`), tokenized with `vocabulary` at
   `lengths`, decoded by `runner` with `params` and detokenized."""
-  examples = task.examples(split, num_examples or None)
+  # One example past the limit, read and dropped, tells a subset from the whole split.
+  examples = task.examples(split, num_examples + 1 if num_examples else None)
+  whole = not num_examples or len(examples) <= num_examples
+  examples = examples[:num_examples or None]
   features = host_inputs.features(examples, vocabulary, lengths)
   tokens, aux = runner.predict_batches(params, host_inputs.batches(features, runner.batch_size))
   return Predictions(examples, features, tokens, aux['scores'],
-                     [vocabulary.decode(t) for _, t in tokens])
+                     [vocabulary.decode(t) for _, t in tokens], whole)
 
 
 def _plain_task(job: restoring.CheckpointJob) -> tuple[Any, Any]:
@@ -84,7 +89,8 @@ def _plain_task(job: restoring.CheckpointJob) -> tuple[Any, Any]:
 @restoring.checkpoint_job
 def infer(job: restoring.CheckpointJob) -> list[str]:
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score);
-  the first N examples (NUM_EXAMPLES) go to `<task>-<split>[:N].jsonl`.
+  the first N examples (NUM_EXAMPLES) of a split that holds more go to
+  `<task>-<split>[:N].jsonl`.
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
   the reference target (what rank classification is scored by); `step` and
@@ -118,7 +124,9 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
     task_ds = tracing.without_autograph(
         task.get_dataset, dict(dataset_cfg.task_feature_lengths), split=dataset_cfg.split,
         shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
+    whole = True
     if job.num_examples:
+      whole = not any(True for _ in task_ds.skip(job.num_examples).take(1))
       task_ds = task_ds.take(job.num_examples)
     # Read and preprocessed once: predicting, scoring and writing the texts each pass over it.
     task_ds = task_ds.cache()
@@ -129,7 +137,7 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
     out_vocab = task.output_features['targets'].vocabulary
     in_vocab = task.output_features['inputs'].vocabulary
     task_fingerprint = fingerprint.fingerprint(task)
-    split = records.subset_split(dataset_cfg.split, job.num_examples, len(preds))
+    split = records.subset_split(dataset_cfg.split, len(preds), whole=whole)
     path = os.path.join(output_dir, f'{task.name}-{split}.jsonl')
     with open(path, 'w') as f:
       for (index, tokens), score, ex in zip(preds, aux['scores'], task_ds.as_numpy_iterator()):
@@ -151,7 +159,7 @@ def _write_plain(job: restoring.CheckpointJob, runner: inference.Inference, para
       params, host_inputs.batches(out.features, runner.batch_size)))
   task_fingerprint = fingerprint.plain_fingerprint(task, vocab)
   # Named as the SeqIO task is registered: the plain name, or its copy for the vocabulary.
-  split = records.subset_split(cfg.split, job.num_examples, len(out.tokens))
+  split = records.subset_split(cfg.split, len(out.tokens), whole=out.whole)
   path = os.path.join(job.output_dir, f'{cfg.mixture_or_task_name}-{split}.jsonl')
   with open(path, 'w') as f:
     for (index, _), ex, text, score in zip(out.tokens, out.examples, out.texts, out.scores):

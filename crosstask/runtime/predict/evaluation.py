@@ -49,6 +49,15 @@ def _scalar(v: Any) -> float | None:
   return float(arr) if arr.ndim == 0 else None
 
 
+def _holds_more(task: Any, cfg: data.DatasetConfig, count: int) -> bool:
+  """Whether `task`'s split holds an example past its first `count` (preprocessed as the
+  evaluator reads them): a split of exactly NUM_EXAMPLES is the whole split."""
+  ds = tracing.without_autograph(
+      task.get_dataset, dict(cfg.task_feature_lengths), split=cfg.split, shuffle=False,
+      num_epochs=1, use_cached=cfg.use_cached, seed=cfg.seed)
+  return any(True for _ in ds.skip(count).take(1))
+
+
 class Evaluator:
   """A `seqio.Evaluator` for a DatasetConfig, writing summaries and JSON."""
 
@@ -86,7 +95,8 @@ class Evaluator:
                          "nothing to evaluate. Run crosstask.infer on it for predictions (a "
                          "test split's go to its leaderboard)")
       count = sum(1 for _ in cached) if num_examples else 0
-      self.splits[task.name] = records.subset_split(cfg.split, num_examples, count)
+      whole = not num_examples or count < num_examples or not _holds_more(task, cfg, count)
+      self.splits[task.name] = records.subset_split(cfg.split, count, whole=whole)
     self.fingerprints = {t.name: fingerprint.fingerprint(t) for t in self._evaluator.eval_tasks}
 
   @property
