@@ -118,6 +118,10 @@ def _duplicate_names(columns: Sequence[Column]) -> set[tuple[str, str, str]]:
 class Table:
   rows: list[Row]
   columns: list[Column]
+  # Runs with no record at the `--step` asked for, each with the steps it has: their
+  # cells are empty ("-"), and the table says why.
+  without_step: list[str] = dataclasses.field(default_factory=list)
+  step: int | None = None
 
   def headers(self) -> list[str]:
     return [c.header(_column_step(self.rows, c)) for c in self.columns]
@@ -147,6 +151,8 @@ class Table:
     notes = [f"Different task definitions, kept apart: {', '.join(self.conflicts())}."
              ] if self.conflicts() else []
     notes += [f"Two measurements of one step differ in {d}." for d in self.disagreements()]
+    if self.without_step:
+      notes.append(f"No record at step {self.step} in {'; '.join(self.without_step)}.")
     notes += [f"No 95% interval in {', '.join(rows)}: {reason}."
               for reason, rows in self.without_interval().items()]
     return "\n".join(lines + ([""] + notes if notes else []))
@@ -184,7 +190,7 @@ class Table:
              "cells": {h: r.cells[c] for h, c in zip(self.headers(), self.columns)
                        if c in r.cells}} for r in self.rows]
     return {"columns": columns, "rows": rows, "conflicts": self.conflicts(),
-            "disagreements": self.disagreements()}
+            "disagreements": self.disagreements(), "without_step": self.without_step}
 
 
 def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
@@ -203,6 +209,8 @@ def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
     steps = ", ".join(map(str, sorted({s for run in runs for s in run.steps}))) or "none"
     raise ValueError(f"--step {step} matches no record in "
                      f"{', '.join(str(run.path) for run in runs)}; their steps: {steps}")
+  without_step = [f"{run.path} (its steps: {', '.join(map(str, sorted(run.steps)))})"
+                  for run in runs if step is not None and not run.records]
   runs = [intervals.with_intervals(run, resamples) for run in runs]
   if merge:
     runs = [merge_runs(runs)]
@@ -221,4 +229,4 @@ def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
                        f"{', '.join(names) or 'none'}")
   columns = _order(columns)
   rows += paper_numbers.paper_rows(columns, paper)
-  return Table(rows, columns)
+  return Table(rows, columns, without_step, step)

@@ -195,10 +195,15 @@ def test_a_filter_that_matches_nothing_names_what_there_is(tmp_path, capsys):
                                   "columns: csl_zh_abstract_to_title, csl_zh_title_to_category")
   assert cli.main([str(a), "--tasks", "(csl"]) == 2
   assert "--tasks '(csl' is not a regular expression" in capsys.readouterr().err
-  # A step one run has: its row, the other's cells empty ("-").
+  # A step one run has: its row, the other's cells empty ("-"), and a note that says why.
   assert cli.main([str(a), str(b), "--step", "10", "--tasks", "title"]) == 0
   out = capsys.readouterr().out
   assert "| a | T5 d64 2+2L | 0 | 33.00 |" in out and "| b | T5 d128 2+2L | 0 | - |" in out
+  assert f"\nNo record at step 10 in {b} (its steps: 20).\n" in out
+  assert cli.main([str(a), str(b), "--step", "10", "--format", "json"]) == 0
+  assert json.loads(capsys.readouterr().out)["without_step"] == [f"{b} (its steps: 20)"]
+  assert cli.main([str(a), str(b)]) == 0
+  assert "No record at step" not in capsys.readouterr().out
 
 
 def test_fewclue_runs_per_k_merge_into_one_row(tmp_path, capsys):
