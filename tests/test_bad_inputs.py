@@ -342,7 +342,8 @@ add_cases([
      ModuleNotFoundError, r"No module named 'no_such_dependency_xyz'"),
     ('unknown-task-module', lambda: _runtime_tasks().import_tasks('crosstask.tasks.nope'),
      TaskConfigError, r"MIXTURE_OR_TASK_MODULE names 'crosstask\.tasks\.nope', which is not a "
-     r"module \(No module named 'crosstask\.tasks\.nope'\)"),
+     r"module importable from here \(No module named 'crosstask\.tasks\.nope'\); a module of "
+     r"your own .* add that folder to PYTHONPATH"),
     ('vocab-bigger-than-embedding', _vocab_too_big,
      ValueError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
     ('run-on-a-missing-split', _run_on_a_missing_split, TaskConfigError,

@@ -106,10 +106,12 @@ def task_values(run: Run, prefer: Sequence[str] = (), all_metrics: bool = False
     steps = {r.step for r, _ in members}
     prompted = [t for _, t in members if prompt_base(t)[1] is not None]
     mean, std = common_report.mean_std(values)
+    why = [run.no_ci95[(t, split)] for _, t in members if (t, split) in run.no_ci95]
     out[Column(base, key, split, fingerprint)] = Value(
         mean, steps.pop() if len(steps) == 1 else None, len(prompted),
         std if prompted else None,
-        ci95=_mean_interval(run, [(t, split) for _, t in members], key))
+        ci95=_mean_interval(run, [(t, split) for _, t in members], key),
+        no_ci95=why[0] if why else NO_PREDICTIONS)
   return out
 
 

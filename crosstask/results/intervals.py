@@ -14,7 +14,6 @@ vocabulary's copy of a task has the same metric functions.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import pathlib
 from collections.abc import Sequence
@@ -26,6 +25,8 @@ from crosstask import vocabularies
 from crosstask.results import bootstrap
 from crosstask.results import rescoring
 from crosstask.results.runs import Run
+from crosstask.runtime.config import saved_run
+from crosstask.runtime.data import pipeline
 
 DEFAULT_MODULE = "crosstask.tasks.all"
 
@@ -53,12 +54,28 @@ def logged_outputs(path: pathlib.Path) -> rescoring.ModelOutputs:
                                 column("score"), column("aux_scores"))
 
 
-def _task(name: str, module: str):
+def _task(name: str):
   import seqio  # pylint: disable=g-import-not-at-top
-  importlib.import_module(module)
   for candidate in (name, vocabularies.base_task_name(name)):
     if candidate in seqio.TaskRegistry.names():
       return seqio.TaskRegistry.get(candidate)
+  return None
+
+
+def _import_task_modules(run: Run) -> str | None:
+  """Imports the run's MIXTURE_OR_TASK_MODULE (every benchmark where its config names
+  none, or where that module cannot be imported here); returns why it could not be."""
+  modules = saved_run.task_modules(run.macros)
+  if not modules:
+    pipeline.import_tasks(DEFAULT_MODULE)
+    return None
+  for name in modules:
+    try:
+      pipeline.import_tasks(name)
+    except pipeline.TaskConfigError:
+      pipeline.import_tasks(DEFAULT_MODULE)
+      return (f"its task module {name!r} cannot be imported from here (run from the folder "
+              "that holds it, or add that folder to PYTHONPATH)")
   return None
 
 
@@ -67,11 +84,13 @@ def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
   it, and `ci95` from them where the record carries none."""
   if resamples <= 0:
     return run
-  module = run.macros.get("MIXTURE_OR_TASK_MODULE", DEFAULT_MODULE)
-  filled, replicates = {}, {}
+  unimportable = _import_task_modules(run)
+  filled, replicates, no_ci95 = {}, {}, {}
   for key, record in run.records.items():
     path = log_file(record)
-    task = _task(record.task, module) if path else None
+    task = _task(record.task) if path else None
+    if path and task is None and unimportable:
+      no_ci95[key] = unimportable
     if task is not None:
       out = logged_outputs(path)
       draws = {k: v for k, v in rescoring.replicates(task, out, resamples).items()
@@ -81,7 +100,7 @@ def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
         record = dataclasses.replace(record, ci95={k: bootstrap.percentiles(v)
                                                    for k, v in draws.items()})
     filled[key] = record
-  return dataclasses.replace(run, records=filled, replicates=replicates)
+  return dataclasses.replace(run, records=filled, replicates=replicates, no_ci95=no_ci95)
 
 
 def write_log(folder: str | pathlib.Path, task: str, step: int, targets: Sequence,

@@ -142,25 +142,52 @@ def read_inferences(path: str | os.PathLike, task: str | None = None,
                     fingerprints.pop() if len(fingerprints) == 1 else None)
 
 
-def _config_vocabulary(path: pathlib.Path) -> str | None:
-  """VOCABULARY_PATH of the run that wrote `path`: infer's config beside it, or the
-  training run's above its inference_eval/ folder."""
+# What registers a file's task when neither --module nor the run's config says: every
+# benchmark.
+DEFAULT_MODULE = "crosstask.tasks.all"
+
+
+def _run_macros(path: pathlib.Path) -> dict[str, str]:
+  """The saved macros of the run that wrote `path`: infer's config beside it, or the
+  training run's above its inference_eval/ folder; empty where neither holds one."""
   for folder in (path.parent, path.parent.parent):
-    vocabulary = saved_run.bound(saved_run.saved_macros(folder), "VOCABULARY_PATH")
-    if vocabulary is not None:
-      return vocabulary
-  return None
+    saved = saved_run.saved_macros(folder)
+    if saved:
+      return saved
+  return {}
 
 
-def resolve_task(name: str, path: pathlib.Path, module: str, vocabulary: str | None = None):
+def import_task_modules(path: pathlib.Path, module: str | Sequence[str] | None = None
+                        ) -> tuple[list[str], str | None]:
+  """Imports what registers the task of `path`: `module` where given; else every benchmark
+  and the MIXTURE_OR_TASK_MODULE of the run's saved config (a module of the researcher's
+  own). Returns (the modules imported, why one the config names could not be, or None)."""
+  if module:
+    pipeline.import_tasks(module)
+    return pipeline.module_names(module), None
+  pipeline.import_tasks(DEFAULT_MODULE)
+  imported, failed = [DEFAULT_MODULE], None
+  for name in saved_run.task_modules(_run_macros(path)) or []:
+    try:
+      pipeline.import_tasks(name)
+      imported.append(name)
+    except pipeline.TaskConfigError as e:
+      failed = f"the run's config names {name!r}: {e}"
+  return imported, failed
+
+
+def resolve_task(name: str, path: pathlib.Path, module: str | Sequence[str] | None = None,
+                 vocabulary: str | None = None):
   """The registered task `name`; a vocabulary's copy (`<task>.<vocabulary>`, the name every
   non-byte run writes) is registered first with the run's vocabulary, as the runtime does."""
-  import importlib  # pylint: disable=g-import-not-at-top
   import seqio  # pylint: disable=g-import-not-at-top
-  importlib.import_module(module)  # registers its tasks
+  try:
+    modules, failed = import_task_modules(path, module)
+  except pipeline.TaskConfigError as e:
+    raise ValueError(f"{path}: --module: {e}") from None
   base = vocabularies.base_task_name(name)
   if name not in seqio.TaskRegistry.names() and base != name:
-    vocabulary = vocabulary or _config_vocabulary(path)
+    vocabulary = vocabulary or saved_run.bound(_run_macros(path), "VOCABULARY_PATH")
     if vocabulary is None:
       raise ValueError(f"{path}: task {name!r} is {base!r} tokenized with vocabulary "
                        f"{name[len(base) + 1:]!r}, and no VOCABULARY_PATH is in the config "
@@ -169,11 +196,14 @@ def resolve_task(name: str, path: pathlib.Path, module: str, vocabulary: str | N
     if vocabularies.task_name(base, vocab) != name:
       raise ValueError(f"{path}: {vocabulary} registers {base!r} as "
                        f"{vocabularies.task_name(base, vocab)!r}, not {name!r}")
-    pipeline.register_vocabulary(module, vocab)
+    pipeline.register_vocabulary(modules, vocab)
   try:
     task = seqio.get_mixture_or_task(name)
-  except ValueError as e:
-    raise ValueError(f"{path}: task {name!r} is not registered by {module} ({e})") from None
+  except ValueError:
+    raise ValueError(
+        f"{path}: task {name!r} is registered by none of {', '.join(modules)}; "
+        + (failed if failed else "give the module that registers it with --module (the "
+           "run's MIXTURE_OR_TASK_MODULE)")) from None
   if not isinstance(task, seqio.Task):
     raise ValueError(f"{path}: {name!r} is a mixture; infer writes one file per task")
   return task
@@ -347,9 +377,11 @@ def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
 def score_file(path: str | os.PathLike, *, task_name: str | None = None,
                split: str | None = None, step: int | None = None,
                output_dir: str | os.PathLike | None = None,
-               module: str = "crosstask.tasks.all", vocabulary: str | None = None,
+               module: str | Sequence[str] | None = None, vocabulary: str | None = None,
                resamples: int = bootstrap.RESAMPLES) -> records.Record:
   """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`.
+
+  The task is looked up in `module` where given, else as `import_task_modules` finds it.
 
   The record carries each metric's 95% interval from `resamples` bootstrap draws.
   """

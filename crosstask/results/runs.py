@@ -47,6 +47,9 @@ class Run:
   # Every step the run's files hold, whichever `step` was chosen: what a step that matches
   # nothing is told it could have been.
   steps: set[int] = dataclasses.field(default_factory=set)
+  # Per (task, split): why its saved predictions could not be resampled, where they were
+  # found (its task module cannot be imported here).
+  no_ci95: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
 
   @property
   def has_config(self) -> bool:
@@ -205,15 +208,19 @@ def merge_runs(runs: Sequence[Run]) -> Run:
   """Runs that together make one model's results (FewCLUE's k = 0..4 trainings) as one."""
   chosen: dict[tuple[str, str], R.Record] = {}
   replicates: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+  no_ci95: dict[tuple[str, str], str] = {}
   for run in runs:
     for key, record in run.records.items():
       if key not in chosen or record.step >= chosen[key].step:
         chosen[key] = record
         replicates.pop(key, None)
+        no_ci95.pop(key, None)
         if key in run.replicates:
           replicates[key] = run.replicates[key]
+        if key in run.no_ci95:
+          no_ci95[key] = run.no_ci95[key]
   seeds = {run.seed for run in runs}
   return Run(pathlib.Path(label_of([run.path for run in runs])), chosen,
              seeds.pop() if len(seeds) == 1 else None, runs[0].model, runs[0].config_key,
              runs[0].macros, replicates, [d for run in runs for d in run.disagreements],
-             {s for run in runs for s in run.steps})
+             {s for run in runs for s in run.steps}, no_ci95)

@@ -173,3 +173,66 @@ def test_flatten_round_trips_the_official_result_shape():
   flat = rescoring.flatten(result)
   assert flat["few_shot/1/results/f1"] == 50.0
   assert rescoring.unflatten(flat) == result
+
+
+_OWN_MODULE = '''
+import seqio
+import tensorflow as tf
+from crosstask import metrics, vocabularies
+
+@seqio.map_over_dataset
+def _parse(line):
+  inputs, targets = tf.io.decode_csv(line, ["", ""], field_delim="\\t", use_quote_delim=False)
+  return {"inputs": inputs, "targets": targets}
+
+vocab = vocabularies.get("bytes")
+seqio.TaskRegistry.add(
+    "score_own_module_task", source=seqio.TextLineDataSource({"validation": %r}),
+    preprocessors=[_parse, seqio.preprocessors.tokenize, seqio.preprocessors.append_eos_after_trim],
+    output_features={"inputs": seqio.Feature(vocab), "targets": seqio.Feature(vocab)},
+    metric_fns=[metrics.accuracy])
+'''
+
+
+def test_a_task_of_the_researchers_own_module_is_found_through_the_runs_config(
+    tmp_path, monkeypatch, capsys):
+  # A README-style task in the researcher's module: crosstask.score had looked only in
+  # crosstask.tasks.all ("not registered") though infer's config beside the file names it.
+  (tmp_path / "dev.tsv").write_text("一\tyes\n二\tno\n三\tyes\n", "utf-8")
+  (tmp_path / "score_own_tasks.py").write_text(_OWN_MODULE % str(tmp_path / "dev.tsv"), "utf-8")
+  infer_dir = tmp_path / "infer"
+  infer_dir.mkdir()
+  (infer_dir / "config.gin").write_text("MIXTURE_OR_TASK_MODULE = 'score_own_tasks'\n", "utf-8")
+  path = infer_dir / "score_own_module_task-validation.jsonl"
+  path.write_text("".join(json.dumps({"index": i, "prediction": p, "step": 5}) + "\n"
+                          for i, p in enumerate(["yes", "yes", "yes"])), "utf-8")
+  # Where the module cannot be imported, the error says which and what to do.
+  assert cli.main([str(path), "--bootstrap=0"]) == 2
+  err = capsys.readouterr().err
+  assert "task 'score_own_module_task' is registered by none of crosstask.tasks.all; the " in err
+  assert "run's config names 'score_own_tasks'" in err and "PYTHONPATH" in err
+  monkeypatch.syspath_prepend(str(tmp_path))
+  assert cli.main([str(path), "--bootstrap=0"]) == 0
+  (rec,) = records.read(infer_dir)
+  assert (rec.task, rec.step, rec.split) == ("score_own_module_task", 5, "validation")
+  assert rec.metrics == {"accuracy": pytest.approx(200 / 3)}
+
+
+def test_a_run_whose_task_module_cannot_be_imported_says_so_in_place_of_intervals(tmp_path):
+  # crosstask.results from another folder than the researcher's module: a traceback
+  # (ModuleNotFoundError) had ended the table.
+  from crosstask.results import table  # pylint: disable=g-import-not-at-top
+  run = tmp_path / "run"
+  (run / "inference_eval").mkdir(parents=True)
+  (run / "config.gin").write_text("MIXTURE_OR_TASK_MODULE = 'absent_own_tasks'\n", "utf-8")
+  records.append(run / "inference_eval", [records.Record(
+      7, "absent_own_task", {"accuracy": 50.0}, "ffff0000", source="eval", split="validation")])
+  (run / "inference_eval" / "absent_own_task-000007.jsonl").write_text(
+      "".join(json.dumps({"input": {}, "target": t, "output": p, "prediction": p}) + "\n"
+              for t, p in (("a", "a"), ("b", "a"))), "utf-8")
+  built = table.build([run], paper="none")
+  (cell,) = built.rows[0].cells.values()
+  assert cell["mean"] == 50.0 and cell["ci95"] is None
+  assert cell["no_ci95"].startswith("its task module 'absent_own_tasks' cannot be imported "
+                                    "from here")
+  assert "No 95% interval in run: its task module 'absent_own_tasks'" in built.markdown()

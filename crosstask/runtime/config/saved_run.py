@@ -114,6 +114,22 @@ def bound(saved: Mapping[str, str], name: str) -> str | None:
   return None if text == 'None' else plain(text)
 
 
+def task_modules(saved: Mapping[str, str]) -> list[str] | None:
+  """MIXTURE_OR_TASK_MODULE as `saved` (its `macros`, or their `plain` strings) binds it:
+  the module, or the list of them, that registers the run's tasks; None where it binds
+  none."""
+  text = saved.get('MIXTURE_OR_TASK_MODULE', 'None')
+  try:
+    value = ast.literal_eval(text)
+  except (ValueError, SyntaxError):
+    value = text if re.fullmatch(r'[\w.]+', text) else None  # a `plain` module name
+  if isinstance(value, str):
+    return [value]
+  if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+    return list(value)
+  return None
+
+
 def carried_bindings(config_path: str) -> list[str]:
   """`NAME = value` for each carried macro, as the saved configuration binds it (None
   where it binds none)."""

@@ -38,19 +38,22 @@ def import_tasks(module: str | Sequence[str] | None = None) -> None:
   Nothing else is imported: registration is opt-in, e.g. 'crosstask.tasks.<benchmark>'.
   """
   import importlib
-  for name in _module_names(module):
+  for name in module_names(module):
     try:
       importlib.import_module(name)
     except ModuleNotFoundError as e:
       if e.name is None or not (name == e.name or name.startswith(e.name + '.')):
         raise  # the module exists and lacks a dependency: its traceback says where
       raise TaskConfigError(
-          f"MIXTURE_OR_TASK_MODULE names {name!r}, which is not a module ({e}); crosstask's "
-          "are 'crosstask.tasks.<benchmark>' (csl, citesum, clue, lot, scirepeval, xbench) "
-          "and 'crosstask.tasks.all'") from None
+          f"MIXTURE_OR_TASK_MODULE names {name!r}, which is not a module importable from "
+          f"here ({e}); a module of your own is imported as Python imports any: run from "
+          "the folder that holds it or add that folder to PYTHONPATH. crosstask's are "
+          "'crosstask.tasks.<benchmark>' (csl, citesum, clue, lot, scirepeval, xbench) and "
+          "'crosstask.tasks.all'") from None
 
 
-def _module_names(module: str | Sequence[str] | None) -> list[str]:
+def module_names(module: str | Sequence[str] | None) -> list[str]:
+  """MIXTURE_OR_TASK_MODULE's value as a list of module names."""
   return [module] if isinstance(module, str) else list(module or ())
 
 
@@ -175,7 +178,7 @@ def register_vocabulary(module: str | Sequence[str] | None, vocabulary: Any) -> 
   without one provides its tasks with their own vocabulary only.
   """
   import importlib
-  for name in _module_names(module):
+  for name in module_names(module):
     register = getattr(importlib.import_module(name), 'register_vocabulary', None)
     if register is not None:
       register(vocabulary)
@@ -195,7 +198,7 @@ def plain_task(module: str | Sequence[str] | None, name: str) -> Any:
   import importlib
   from crosstask import vocabularies
   found, unreadable = {}, []
-  for module_name in _module_names(module):
+  for module_name in module_names(module):
     try:
       imported = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -207,7 +210,7 @@ def plain_task(module: str | Sequence[str] | None, name: str) -> Any:
   build = found.get(vocabularies.base_task_name(name))
   if build is not None:
     return build()
-  modules = ', '.join(_module_names(module)) or 'None'
+  modules = ', '.join(module_names(module)) or 'None'
   close = difflib.get_close_matches(vocabularies.base_task_name(name), found, n=3, cutoff=0.5)
   listed = (f'{len(found)} of {modules}, e.g. {", ".join(close or sorted(found)[:3])}.' if found
             else f"none of {modules} lists any (crosstask's: the CSL arrow tasks, "
