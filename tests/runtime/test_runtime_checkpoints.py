@@ -108,6 +108,37 @@ def test_params_only_load_and_shape_mismatch(saved):
     checkpoints.load_params(str(model_dir / 'nowhere'), trainer.abstract_params())
 
 
+def _without_decoder_norm(params: dict) -> dict:
+  """`params` less the decoder's final norm: a model the checkpoint holds more than, as a
+  shallower decoder is."""
+  return {**params, 'decoder': {k: v for k, v in params['decoder'].items()
+                                if k != 'decoder_norm'}}
+
+
+def test_a_checkpoint_of_a_bigger_model_is_refused_not_cut_to_fit(saved, tmp_path):
+  # Eval, infer and fine-tuning of a checkpoint with more decoder layers than the model
+  # had loaded it, the extra layers dropped without a word, and written numbers; resuming
+  # ended in orbax's tree-structure traceback.
+  model_dir, trainer, state = saved
+  smaller = _without_decoder_norm(trainer.abstract_params())
+  expected = (r"holds 1 entries the model does not have, e.g. \['decoder/decoder_norm/scale'\]: "
+              r"it was saved by a bigger or other model")
+  with pytest.raises(ValueError, match=r"checkpoint_2/state " + expected):
+    checkpoints.load_params(str(model_dir), smaller)
+  mgr = checkpoints.manager(str(model_dir), read_only=True)
+  try:
+    abstract_state = trainer.abstract_state()
+    with pytest.raises(ValueError, match=r"entries the model does not have, e\.g\. "
+                       r"\['params/decoder/decoder_norm/scale'\]"):
+      checkpoints.restore(mgr, 2, {**abstract_state, 'params': smaller})
+  finally:
+    mgr.close()
+  from crosstask.models import hf_import  # pylint: disable=g-import-not-at-top
+  folder = hf_import.save_hf_checkpoint(tmp_path / 'hf', _config(), state['params'])
+  with pytest.raises(ValueError, match=expected):
+    checkpoints.load_params(str(folder), smaller)
+
+
 def test_params_from_a_hugging_face_folder(saved, tmp_path):
   from crosstask.models import hf_import
   _, trainer, state = saved

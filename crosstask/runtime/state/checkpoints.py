@@ -170,6 +170,13 @@ def _compare_shapes(saved: dict[str, Any], want: dict[str, Any], source: str) ->
     raise faults.CheckpointMismatchError(
         f'Checkpoint {source} lacks {len(missing)} entries the model needs, '
         f'e.g. {missing[:5]}.')
+  # Strict, as T5X's restore is by default: a checkpoint of a bigger model (more layers)
+  # had loaded into a smaller one, its extra layers dropped without a word.
+  extra = sorted(set(saved) - set(want))
+  if extra:
+    raise faults.CheckpointMismatchError(
+        f'Checkpoint {source} holds {len(extra)} entries the model does not have, '
+        f'e.g. {extra[:5]}: it was saved by a bigger or other model (more layers?).')
   for name, target in want.items():
     got = tuple(getattr(saved[name], 'shape', ()) or ())
     if got != tuple(target.shape):
