@@ -135,9 +135,11 @@ def read_inferences(path: str | os.PathLike, task: str | None = None,
   else:
     split = split or named_split
   lines.sort(key=lambda line: int(line["index"]))
-  indices = [int(line["index"]) for line in lines]
-  if len(set(indices)) != len(indices):
-    raise ValueError(f"{path}: an example index appears twice")
+  for before, line in zip(lines, lines[1:]):
+    if int(line["index"]) == int(before["index"]):
+      raise ValueError(f"{line['_where']}: example index {int(line['index'])} again (first at "
+                       f"line {before['_where'].rsplit(':', 1)[1]}); a file holds one line an "
+                       "example")
   return Inferences(path, task, split, lines, steps.pop() if len(steps) == 1 else None,
                     fingerprints.pop() if len(fingerprints) == 1 else None)
 
@@ -219,24 +221,50 @@ def _kind(metric_fn) -> str:
   return "predictions"
 
 
-def examples(task, split: str, indices: Sequence[int]) -> list[dict]:
-  """The split's examples at `indices`, as numpy dicts (the Evaluator's view of them)."""
+def examples(task, split: str, indices: Sequence[int], where: Sequence[str] = ()
+             ) -> tuple[list[dict], bool]:
+  """The split's examples at `indices`, as numpy dicts (the Evaluator's view of them), and
+  whether the split holds an example past the last of them. `where`: the file and line of
+  each index, for the error that names one past the split's end."""
   ds = tracing.without_autograph(task.get_dataset, None, split=split, shuffle=False,
                                  num_epochs=1, use_cached=False)
   wanted = set(indices)
   last = max(indices)
-  found = {}
+  found, size = {}, 0
   for i, ex in enumerate(ds.as_numpy_iterator()):
+    size = i + 1
+    if i > last:
+      break
     if i in wanted:
       found[i] = ex
-    if i >= last:
-      break
   missing = sorted(wanted - set(found))
   if missing:
-    raise ValueError(f"task {task.name!r} split {split!r} has {len(found)} of the indexed "
-                     f"examples; indices {missing[:5]}... are past its end: is this the "
-                     "split the predictions were made on?")
-  return [found[i] for i in indices]
+    first = dict(zip(indices, where)).get(missing[0])
+    raise ValueError(f"{first + ': ' if first else ''}example index {missing[0]} is past the "
+                     f"end of task {task.name!r} split {split!r}, which holds {size} examples"
+                     f"{f' ({len(missing)} indices are)' if len(missing) > 1 else ''}: is this "
+                     "the split the predictions were made on?")
+  return [found[i] for i in indices], size > last + 1
+
+
+def covered_split(inferences: Inferences, holds_more: bool) -> str:
+  """The split label the file's lines earn, as infer labels its files: the split where
+  they are all of it, else 'validation[:n]' for its first n. A file named for the whole
+  split that holds its first n only (an infer cut short, lines deleted at the end) is
+  scored as the first n, with a note; an index skipped (lines lost within) is an error.
+  `holds_more`: whether the split holds an example past the file's last."""
+  indices = [int(line["index"]) for line in inferences.lines]
+  skipped = sorted(set(range(indices[-1] + 1)) - set(indices))
+  if skipped:
+    raise ValueError(f"{inferences.path}: no line for example(s) {skipped[:5]} of the first "
+                     f"{indices[-1] + 1} it indexes: lines were lost (infer writes a line an "
+                     "example, from the first)")
+  named = inferences.split
+  got = records.subset_split(records.base_split(named), len(indices), whole=not holds_more)
+  if got != named:
+    print(f"note: {inferences.path} holds the first {len(indices)} examples of "
+          f"{records.base_split(named)!r}: scored as {got!r}, not {named!r}")
+  return got
 
 
 @dataclasses.dataclass(frozen=True)
@@ -393,7 +421,9 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
   if step is None:
     raise ValueError(f"{path}: the lines carry no checkpoint step; give it with --step")
   indices = [int(line["index"]) for line in inferences.lines]
-  exs = examples(task, records.base_split(inferences.split), indices)
+  exs, holds_more = examples(task, records.base_split(inferences.split), indices,
+                             [line["_where"] for line in inferences.lines])
+  inferences = dataclasses.replace(inferences, split=covered_split(inferences, holds_more))
   require_same_examples(task, inferences.split, inferences.lines, exs)
   out = outputs(task, inferences.lines, exs)
   require_labels(task, inferences.split, exs, path)

@@ -117,7 +117,10 @@ def test_cli_errors_name_the_problem(sample_root, tmp_path, capsys):
   past = tmp_path / "csl_zh_title_to_category-validation.jsonl"
   past.write_text('{"index": 999, "prediction": "工学", "step": 1}\n', "utf-8")
   assert cli.main([str(past)]) == 2
-  assert "indices [999]... are past its end" in capsys.readouterr().err
+  assert capsys.readouterr().err == (
+      f"error: {past}:1: example index 999 is past the end of task 'csl_zh_title_to_category' "
+      "split 'validation', which holds 30 examples: is this the split the predictions were "
+      "made on?\n")
   past.write_text('{"index": 0, "prediction": "工学"}\n', "utf-8")
   assert cli.main([str(past)]) == 2
   assert "carry no checkpoint step; give it with --step" in capsys.readouterr().err
@@ -236,3 +239,33 @@ def test_a_run_whose_task_module_cannot_be_imported_says_so_in_place_of_interval
   assert cell["no_ci95"].startswith("its task module 'absent_own_tasks' cannot be imported "
                                     "from here")
   assert "No 95% interval in run: its task module 'absent_own_tasks'" in built.markdown()
+
+
+def test_a_file_short_of_its_split_is_scored_as_the_examples_it_holds(sample_root, tmp_path,
+                                                                      capsys):
+  # An infer cut short, or a file with its last lines deleted, had been scored and recorded
+  # as the whole split, and shown in the whole split's column.
+  whole = tmp_path / "csl_zh_title_to_category-validation.jsonl"
+  assert _write_inferences(whole, "csl_zh_title_to_category", "validation", lambda ex: "工学") == 30
+  lines = whole.read_text("utf-8").splitlines(keepends=True)
+  assert rescoring.score_file(whole, resamples=0).split == "validation"
+  short = tmp_path / "short" / whole.name
+  short.parent.mkdir()
+  short.write_text("".join(lines[:20]), "utf-8")
+  assert rescoring.score_file(short, resamples=0).split == "validation[:20]"
+  assert capsys.readouterr().out.endswith(
+      f"note: {short} holds the first 20 examples of 'validation': scored as "
+      "'validation[:20]', not 'validation'\n")
+  # Labelled [:N] by infer (NUM_EXAMPLES) and whole: kept.
+  subset = tmp_path / "csl_zh_title_to_category-validation[:20].jsonl"
+  subset.write_text("".join(lines[:20]), "utf-8")
+  assert rescoring.score_file(subset, resamples=0).split == "validation[:20]"
+  # Lines lost within, or an example twice: refused, naming them.
+  short.write_text("".join(lines[:5] + lines[6:20]), "utf-8")
+  with pytest.raises(ValueError, match=r"short/csl_zh_title_to_category-validation\.jsonl: no "
+                     r"line for example\(s\) \[5\] of the first 20 it indexes: lines were lost"):
+    rescoring.score_file(short, resamples=0)
+  short.write_text("".join(lines[:20] + lines[3:4]), "utf-8")
+  with pytest.raises(ValueError, match=r"validation\.jsonl:21: example index 3 again \(first at "
+                     r"line 4\)"):
+    rescoring.score_file(short, resamples=0)
