@@ -113,6 +113,19 @@ def test_gin_error_names_the_file(tmp_path, clean_gin):
   gin.clear_config()
   with pytest.raises(gin_utils.GinConfigError, match=r'(?s)MODEL_DIR.*--gin\.MODEL_DIR=VALUE'):
     gin_utils.parse([rs.TINY, 'runs/finetune.gin'], ['TRAIN_STEPS=3'])
+  # A string without gin's quotes (the shell ate its own): gin says only that it cannot
+  # parse the value, or shows an AST node; the error says how to write it.
+  for binding, quoted in (('MODEL_DIR=/tmp/x', """--gin.MODEL_DIR="'/tmp/x'\""""),
+                          ('MIXTURE_OR_TASK_NAME = csl_zh_abstract_to_title',
+                           """--gin.MIXTURE_OR_TASK_NAME="'csl_zh_abstract_to_title'\"""")):
+    gin.clear_config()
+    with pytest.raises(gin_utils.GinConfigError) as e:
+      gin_utils.parse([rs.TINY, 'runs/finetune.gin'], [binding])
+    assert str(e.value).startswith(f'Error in gin binding --gin.{binding}:\n'), str(e.value)
+    assert str(e.value).endswith("A string value is written in gin's quotes, inside the "
+                                 f"shell's: {quoted}")
+  for fine in ("MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', 'TASK_FEATURE_LENGTHS={"inputs": 8}'):
+    assert gin_utils._unquoted_hint(fine) == '', fine  # pylint: disable=protected-access
 
 
 @pytest.mark.parametrize('binding,message', [

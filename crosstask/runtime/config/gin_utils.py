@@ -145,7 +145,7 @@ def parse(files: Sequence[str], bindings: Sequence[str],
     try:
       gin.parse_config(b)
     except Exception as e:
-      raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}') from e
+      raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}{_unquoted_hint(b)}') from e
   placed = [name for name in (placeholders or {}) if not macro_is_set(name)]
   for name in placed:
     gin.parse_config(f'{name} = {placeholders[name]}')
@@ -163,6 +163,18 @@ def parse(files: Sequence[str], bindings: Sequence[str],
     raise GinConfigError(f'{first}\nSet it on the command line (--gin.{name}=VALUE) or in a '
                          f'gin file; files parsed: {list(files)}') from e
   return placed
+
+
+def _unquoted_hint(binding: str) -> str:
+  """What to write where a binding's value reads as a bare word or path: gin's quotes
+  inside the shell's (`--gin.MODEL_DIR=/tmp/x` is gin's "Unable to parse value")."""
+  name, sep, value = binding.partition('=')
+  value = value.strip()
+  if (not sep or not value or value[0] in '\'"[({@%-+.0123456789'
+      or value in ('True', 'False', 'None')):
+    return ''
+  return (f"\nA string value is written in gin's quotes, inside the shell's: "
+          f"--gin.{name.strip()}=\"'{value}'\"")
 
 
 _MACRO_BINDING = re.compile(r'^\s*([A-Za-z_]\w*)\s*=', re.M)
