@@ -1,6 +1,8 @@
 """Lists every benchmark's tasks and mixtures: `python -m crosstask.tasks --list [FILTER ...]`.
 
-Imports each benchmark of `crosstask.tasks.BENCHMARKS` (every package found there).
+Imports each benchmark of `crosstask.tasks.BENCHMARKS` (every package found there), or
+the modules `--module` names (a run's MIXTURE_OR_TASK_MODULE: yours, importable from
+here).
 
 A filter is a substring (`csl_zh`) or a shell pattern (`csl_*_to_title`); a name
 is shown when it matches any filter. Counts come last.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import importlib
 import sys
 
 from crosstask import startup
@@ -23,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m crosstask.tasks", description=__doc__)
   parser.add_argument("--list", nargs="*", metavar="FILTER", default=None,
                       help="list tasks and mixtures whose names match any FILTER")
+  parser.add_argument("--module", action="append", default=[],
+                      help="import this module for its tasks (repeatable; default: "
+                           "crosstask.tasks.all)")
   startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
   if args.list is None:
@@ -30,7 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     return 2
   startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   import seqio  # pylint: disable=g-import-not-at-top
-  import crosstask.tasks.all  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  for module in args.module or ["crosstask.tasks.all"]:
+    try:
+      importlib.import_module(module)
+    except ModuleNotFoundError as e:
+      if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+        raise  # the module exists and lacks a dependency: its traceback says where
+      print(f"error: --module {module}: not importable from here ({e}); run from the folder "
+            "that holds it or add that folder to PYTHONPATH", file=sys.stderr)
+      return 2
   tasks = sorted(n for n in seqio.TaskRegistry.names() if _matches(n, args.list))
   mixtures = sorted(n for n in seqio.MixtureRegistry.names() if _matches(n, args.list))
   for name in tasks:

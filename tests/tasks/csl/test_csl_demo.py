@@ -55,3 +55,21 @@ def test_list_cli(capsys):
   assert "task     csl_zh_abstract_to_title" in out
   assert cli.main(["--list", "csl_*_to_title_and_category"]) == 0
   assert capsys.readouterr().out.strip().splitlines()[-1] == "14 tasks, 0 mixtures"  # 7 input sets x 2 languages
+
+
+def test_list_cli_lists_a_module_of_the_researchers_own(capsys, tmp_path, monkeypatch):
+  # `--list 'my_*'` had said "0 tasks, 0 mixtures": only crosstask's benchmarks were imported.
+  (tmp_path / "listed_own_tasks.py").write_text(
+      "import crosstask.tasks.csl\n"
+      "from crosstask.tasks.common import factory\n"
+      "factory.register_mixture('listed_own_mix', ['csl_zh_abstract_to_title',\n"
+      "                                            'csl_zh_title_to_category'])\n", "utf-8")
+  assert cli.main(["--list", "listed_own_*", "--module", "listed_own_tasks"]) == 2
+  assert capsys.readouterr().err == (
+      "error: --module listed_own_tasks: not importable from here (No module named "
+      "'listed_own_tasks'); run from the folder that holds it or add that folder to "
+      "PYTHONPATH\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  assert cli.main(["--list", "listed_own_*", "--module", "listed_own_tasks"]) == 0
+  assert capsys.readouterr().out.splitlines() == [
+      "mixture  listed_own_mix  (2 tasks)", "0 tasks, 1 mixtures"]
