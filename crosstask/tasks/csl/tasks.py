@@ -138,11 +138,26 @@ def _arrow_arguments(inputs: Sequence[str], outputs: Sequence[str], lang: str) -
 
 
 def csl_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh", *,
+             prompt: str | None = None, name: str | None = None,
              register: bool = True) -> seqio.Task:
-  """The SeqIO task `inputs -> outputs` (identity when inputs == outputs)."""
+  """The SeqIO task `inputs -> outputs` (identity when inputs == outputs).
+
+  With `prompt`, the same task (records, fields, metrics) under a prompt of your own in
+  place of the arrow prompt, registered as `name`: every plain name is taken by the
+  paper's prompt's task.
+  """
   from crosstask.tasks.common import factory  # pylint: disable=g-import-not-at-top
-  return factory.arrow_task(**_arrow_arguments(inputs, outputs, lang),
-                            shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, register=register)
+  arguments = _arrow_arguments(inputs, outputs, lang)
+  if prompt is not None:
+    if not name or name == arguments["name"]:
+      raise ValueError(f"a prompt of your own needs a task name of your own (name=...): "
+                       f"{arguments['name']!r} is the paper's prompt's task")
+    arguments.update(name=name, prompt=prompt)
+  elif name is not None:
+    raise ValueError("name= names a task with a prompt of your own (prompt=...); without "
+                     f"one the task is {arguments['name']!r}")
+  return factory.arrow_task(**arguments, shuffle_buffer_size=SHUFFLE_BUFFER_SIZE,
+                            register=register)
 
 
 def plain_task(inputs: Sequence[str], outputs: Sequence[str], lang: str = "zh"

@@ -209,3 +209,23 @@ def test_title_rouge_l_wordpiece_splits_with_the_official_vocab_in_the_data_root
   # F = 2PR / (P + R) = 0.6.
   assert whole == pytest.approx(100 * 2 / 3, abs=1e-4)
   assert pieces == pytest.approx(60.0, abs=1e-4)
+
+
+def test_a_prompt_of_your_own_over_csl_fields(monkeypatch):
+  # The README's way to a CSL task could only return the registered arrow-prompt tasks: a
+  # new prompt took the module's internals (read_split, SPLIT_FILES, the schema).
+  monkeypatch.delenv(paths.DATA_DIR_ENV, raising=False)
+  own = T.csl_task(["title"], ["category"], prompt="这篇论文属于哪个门类？",
+                   name="csl_test_own_title_to_category")
+  assert seqio.get_mixture_or_task("csl_test_own_title_to_category") is own
+  paper = seqio.get_mixture_or_task("csl_zh_title_to_category")
+  (got_in, got_out, _), = _examples(own, 1)
+  (want_in, want_out, _), = _examples(paper, 1)
+  assert got_out == want_out and want_in.startswith("标题->门类 ")
+  assert got_in == "这篇论文属于哪个门类？ " + want_in[len("标题->门类 "):]
+  assert list(map(repr, own.metric_fns)) == list(map(repr, paper.metric_fns))
+  assert own.splits == paper.splits
+  with pytest.raises(ValueError, match="a prompt of your own needs a task name of your own"):
+    T.csl_task(["title"], ["category"], prompt="?")
+  with pytest.raises(ValueError, match=r"name= names a task with a prompt of your own"):
+    T.csl_task(["title"], ["category"], name="csl_test_unprompted")
