@@ -27,6 +27,9 @@ class Series:
   loss: dict[str, Curve]  # run -> training loss a token
   metrics: dict[str, dict[str, Curve]]  # "task metric" -> run -> curve
   bars: dict[str, dict[str, tuple[float, float | None, float | None]]]  # column -> row -> bar
+  # Run or row -> its colour, the same in every panel: a run's curves, and its row's bars
+  # (a row pooling several runs' seeds has a colour of its own).
+  colors: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def training_loss(run_dir: pathlib.Path, tag: str = LOSS_TAG) -> Curve:
@@ -70,6 +73,10 @@ def series(table) -> Series:
   for name, run in zip(names, runs):
     for metric, curve in metric_curves(run).items():
       metrics.setdefault(metric, {})[name] = curve
+  colors = {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(names))}
+  for row in table.rows:
+    own = [run.path.name or str(run.path) for run in row.runs]
+    colors.setdefault(row.label, colors[own[0]] if len(own) == 1 else f"C{len(colors) % 10}")
   bars: dict[str, dict] = {}
   for header, column in zip(table.headers(), table.columns):
     for row in table.rows:
@@ -77,13 +84,14 @@ def series(table) -> Series:
       if cell is not None and cell["mean"] is not None:
         low, high = cell.get("ci95") or (None, None)
         bars.setdefault(header, {})[row.label] = (cell["mean"], low, high)
-  return Series(loss, metrics, bars)
+  return Series(loss, metrics, bars, colors)
 
 
-def _curves(ax, curves: dict[str, Curve], title: str, ylabel: str) -> None:
+def _curves(ax, curves: dict[str, Curve], title: str, ylabel: str,
+            colors: dict[str, str]) -> None:
   for name, curve in curves.items():
     ax.plot(list(curve), list(curve.values()), marker="." if len(curve) < 30 else None,
-            label=name)
+            label=name, color=colors.get(name))
   ax.set_title(textwrap.fill(title, 48), fontsize=8)
   ax.set_xlabel("step")
   ax.set_ylabel(ylabel)
@@ -91,12 +99,13 @@ def _curves(ax, curves: dict[str, Curve], title: str, ylabel: str) -> None:
   ax.legend(fontsize=7)
 
 
-def _bars(ax, header: str, bars: dict[str, tuple]) -> None:
+def _bars(ax, header: str, bars: dict[str, tuple], colors: dict[str, str]) -> None:
   labels = list(bars)
   means = [bars[k][0] for k in labels]
   errors = [[m - (b[1] if b[1] is not None else m) for m, b in zip(means, bars.values())],
             [(b[2] if b[2] is not None else m) - m for m, b in zip(means, bars.values())]]
-  ax.bar(range(len(labels)), means, yerr=errors, capsize=4, color="tab:blue", alpha=0.8)
+  ax.bar(range(len(labels)), means, yerr=errors, capsize=4,
+         color=[colors.get(label, "tab:blue") for label in labels], alpha=0.8)
   ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=15)
   ax.set_title(textwrap.fill(header, 48), fontsize=8)
   ax.grid(alpha=0.3, axis="y")
@@ -104,6 +113,21 @@ def _bars(ax, header: str, bars: dict[str, tuple]) -> None:
 
 def plot(data: Series, path: str | os.PathLike) -> pathlib.Path:
   """Draws `data` into one PNG (matplotlib's Agg backend: no display needed)."""
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig = draw(data)
+  try:
+    fig.tight_layout()
+    out = pathlib.Path(os.fspath(path))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=80)
+  finally:
+    plt.close(fig)
+  return out
+
+
+def draw(data: Series):
+  """The figure of `data`: a panel for the training loss, each metric and each column's
+  bars (close it with `pyplot.close`)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -115,20 +139,13 @@ def plot(data: Series, path: str | os.PathLike) -> pathlib.Path:
   cols = min(3, len(panels))
   rows = -(-len(panels) // cols)
   fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
-  try:
-    for ax, (kind, content) in zip(axes.flat, panels):
-      if kind == "loss":
-        _curves(ax, content, "training loss a token", "loss")
-      elif kind == "metric":
-        _curves(ax, content[1], content[0], content[0].rsplit(" ", 1)[-1])
-      else:
-        _bars(ax, *content)
-    for ax in list(axes.flat)[len(panels):]:
-      ax.axis("off")
-    fig.tight_layout()
-    out = pathlib.Path(os.fspath(path))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=80)
-  finally:
-    plt.close(fig)
-  return out
+  for ax, (kind, content) in zip(axes.flat, panels):
+    if kind == "loss":
+      _curves(ax, content, "training loss a token", "loss", data.colors)
+    elif kind == "metric":
+      _curves(ax, content[1], content[0], content[0].rsplit(" ", 1)[-1], data.colors)
+    else:
+      _bars(ax, *content, data.colors)
+  for ax in list(axes.flat)[len(panels):]:
+    ax.axis("off")
+  return fig

@@ -54,3 +54,31 @@ def test_plot_draws_the_records_curves_and_bars(tmp_path, capsys):
 def test_nothing_to_plot_is_an_error(tmp_path):
   with pytest.raises(ValueError, match="nothing to plot"):
     plots.plot(plots.Series({}, {}, {}), tmp_path / "x.png")
+
+
+def test_each_run_keeps_its_colour_in_every_panel(tmp_path):
+  # A run drawn alone in a metric's panel took the first colour there and another in the
+  # loss panel; every bar was blue.
+  a = _run(tmp_path, "a", 0, {10: 50.0})
+  b = _run(tmp_path, "b", 0, {})
+  (b / "operative_config.gin").write_text("RANDOM_SEED = 0\nMODEL/config.TransformerConfig"
+                                          ".d_model = 128\n", "utf-8")  # another model's row
+  records.append(b / "inference_eval", [records.Record(
+      10, "clue_tnews", {"accuracy": 30.0}, "b" * 8, split="validation")])
+  data = plots.series(table.build([a, b], paper="none"))
+  assert data.colors == {"a": "C0", "b": "C1"}
+  fig = plots.draw(data)
+  try:
+    drawn = {}
+    for ax in fig.axes:
+      for line in ax.get_lines():
+        if not line.get_label().startswith("_"):
+          drawn.setdefault(line.get_label(), set()).add(line.get_color())
+      labels = [t.get_text() for t in ax.get_xticklabels()]
+      for label, patch in zip(labels, ax.patches):
+        drawn.setdefault(label, set()).add(patch.get_facecolor()[:3])
+  finally:
+    from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+    plt.close(fig)
+  from matplotlib import colors  # pylint: disable=g-import-not-at-top
+  assert drawn == {"a": {"C0", colors.to_rgb("C0")}, "b": {"C1", colors.to_rgb("C1")}}
