@@ -541,7 +541,28 @@ def _initial_checkpoint_cfg():
       checkpoints.RestoreCheckpointConfig('/ckpt', params_only=False))
 
 
+def _checkpoint_job(**kwargs):
+  from crosstask.runtime.jobs import restoring
+  return restoring.checkpoint_job(lambda job: job)(
+      model=None, dataset_cfg=None, restore_checkpoint_cfg=None, output_dir='/out', **kwargs)
+
+
+def _checkpoint_mode(mode):
+  from crosstask.runtime.jobs import restoring
+  from crosstask.runtime.state import checkpoints
+  return restoring.checkpoint_dirs(checkpoints.RestoreCheckpointConfig('/ckpt', mode=mode))
+
+
 add_cases([
+    # Eval and infer of NUM_EXAMPLES=-3 or 0 had read the whole split.
+    ('num-examples-negative', lambda: _checkpoint_job(num_examples=-3),
+     GinConfigError, r'^NUM_EXAMPLES=-3: expected a whole number of at least 1\.$'),
+    ('num-examples-zero', lambda: _checkpoint_job(num_examples=0),
+     GinConfigError, r'^NUM_EXAMPLES=0: expected a whole number of at least 1\.$'),
+    # A GinConfigError: a one-line error at the command line (a plain ValueError had
+    # printed a traceback).
+    ('checkpoint-mode-misspelt', lambda: _checkpoint_mode('lastest'),
+     GinConfigError, r"CHECKPOINT_MODE\) must be 'specific', 'latest' or 'all', got 'lastest'"),
     ('partitions-do-not-divide-devices', lambda: _partitioner(3),
      ValueError, r'num_partitions=3 must divide the number of devices \(8\)'),
     ('microbatches-do-not-divide-batch', _microbatches,

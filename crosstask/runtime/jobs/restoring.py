@@ -73,6 +73,8 @@ def checkpoint_job(job_fn: Callable[[CheckpointJob], Any]) -> Callable[..., Any]
           prompt_with_targets: bool = False,
           num_decodes: int = 1,
           report_guard: ReportGuard | None = None):
+    if num_examples is not None:  # -3 or 0 had read the whole split
+      gin_utils.check_count('NUM_EXAMPLES', num_examples, 1)
     run = run_lib.resolve(model, partitioner, datasets={'eval': dataset_cfg}, pads_batch=True)
     if report_guard is not None:
       reported = run.dataset('eval')
@@ -96,8 +98,9 @@ def checkpoint_dirs(cfg: checkpoints.RestoreCheckpointConfig) -> list[tuple[int,
   it records none, and the job starts from its weights as they were released.
   """
   if cfg.mode not in ('specific', 'latest', 'all'):
-    raise ValueError(f"RestoreCheckpointConfig.mode must be 'specific', 'latest' or 'all', "
-                     f'got {cfg.mode!r}.')
+    raise gin_utils.GinConfigError(
+        f"RestoreCheckpointConfig.mode (CHECKPOINT_MODE) must be 'specific', 'latest' or "
+        f"'all', got {cfg.mode!r}.")
   path = os.path.abspath(cfg.path)
   if os.path.isdir(path) and checkpoints.is_hf_checkpoint(path):
     return [(0, path)]
