@@ -74,22 +74,26 @@ def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
             f"--gin.EVAL_OUTPUT_DIR='{eval_dir}'", "--gin.NUM_EXAMPLES=2"))
   _run(_job("crosstask.infer", "runs/infer.gin", f"--gin.CHECKPOINT_PATH='{checkpoint}'",
             f"--gin.INFER_OUTPUT_DIR='{infer_dir}'", "--gin.NUM_EXAMPLES=2"))
-  subset = {r.task: r for r in records.read(eval_dir) if r.split != SPLITS[r.task]}
-  assert {task: r.split for task, r in subset.items()} == {
-      task: f"{split}[:2]" for task, split in SPLITS.items()}
+  # The sample's OutGen validation split holds 2 examples: read whole, and labelled so.
+  label = {task: split if task == "lot_zh_outgen" else f"{split}[:2]"
+           for task, split in SPLITS.items()}
+  subset = {r.task: r for r in records.read(eval_dir)
+            if r.split != SPLITS[r.task] or r.task == "lot_zh_outgen"}  # the newest, per task
+  assert {task: r.split for task, r in subset.items()} == label
   for task, split in SPLITS.items():
     assert (eval_dir / f"{task}-000004.jsonl").read_text() == whole[task]
     assert len((eval_dir / "first_2" / f"{task}-000004.jsonl").read_text().splitlines()) == 2
-    assert len((infer_dir / f"{task}-{split}[:2].jsonl").read_text().splitlines()) == 2
+    assert len((infer_dir / f"{task}-{label[task]}.jsonl").read_text().splitlines()) == 2
+  assert not (infer_dir / "lot_zh_outgen-validation[:2].jsonl").exists()
   # An eval's log of a rank classification keeps no predictions: it is scored from infer's.
   logs = [str(eval_dir / "first_2" / f"{task}-000004.jsonl") for task in SPLITS
           if task != "fewclue_eprstmt_k0_rank"]
-  infers = [str(infer_dir / f"{task}-{split}[:2].jsonl") for task, split in SPLITS.items()]
+  infers = [str(infer_dir / f"{task}-{label[task]}.jsonl") for task in SPLITS]
   with paths.use_data_dir(paths.SAMPLE_DIR):
     assert score.main([*logs, *infers, f"--output_dir={tmp_path / 'subset'}",
                        "--module=results_helpers"]) == 0
   rescored = records.read(tmp_path / "subset")
   assert len(rescored) == len(logs) + len(infers)
   for r in rescored:
-    assert r.split == f"{SPLITS[r.task]}[:2]"
+    assert r.split == label[r.task]
     assert r.metrics == subset[r.task].metrics, r.where
