@@ -73,3 +73,20 @@ def test_trained_on_reads_the_config_saved_beside_the_checkpoint(tmp_path):
   assert saved_run.trained_on(tmp_path / 'checkpoint_8') == ['given']
   (tmp_path / 'checkpoint_8' / 'config.gin').write_text('RANDOM_SEED = 0\n')
   assert saved_run.trained_on(tmp_path / 'checkpoint_8') == []
+
+
+def test_train_resumes_a_run_from_its_saved_config_changing_only_what_is_given(run_dir,
+                                                                              tmp_path_factory):
+  # Resuming for more steps had taken every flag the run started with, again.
+  moved = tmp_path_factory.mktemp('moved')  # a run copied elsewhere trains there
+  (moved / 'config.gin').write_text((run_dir / 'config.gin').read_text())
+  files, bindings = saved_run.TRAIN.arguments(str(moved), [], ['TRAIN_STEPS=9'])
+  gin_utils.parse(files, bindings)
+  assert gin_utils.query('%MODEL_DIR') == str(moved)
+  assert gin_utils.query('%TRAIN_STEPS') == 9  # the command line's change
+  assert gin_utils.query('train/utils.DatasetConfig.mixture_or_task_name') == (
+      'runtime_copy_reverse')
+  assert gin_utils.query('%DROPOUT_RATE') == 0.2  # the run's, not a run file's
+  model = gin_utils.query('train_script.train.model')
+  assert model.module.config.vocab_size == 272
+  assert 'training run (its MODEL_DIR) to resume' in saved_run.TRAIN.usage

@@ -47,10 +47,7 @@ USAGE = """Runs {what} configured by gin, as T5X does:
 {run_dir}"""
 
 
-RUN_DIR_USAGE = """  --run_dir=DIR            a trained run (its MODEL_DIR): its saved config gives the
-                           model, vocabulary, task and lengths; the flags above
-                           change what differs. Checkpoints from DIR, output to DIR/<job>
-"""
+RUN_DIR_USAGE = '  --run_dir=DIR            {}\n'
 
 
 class GinConfigError(ValueError):
@@ -311,8 +308,9 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   `job` ('train', or 'infer' for decoding, scoring and embedding) applies the
   platform profile (`platform`): the host allocator's settings before JAX starts,
   then, once gin is parsed, the PRNG implementation and compilation cache. None
-  leaves the process as it is. `saved_run_job` (a `saved_run.JobFiles`) lets the
-  command take `--run_dir=DIR`, a trained run whose saved config it starts from.
+  leaves the process as it is. `saved_run_job` (a `saved_run.JobFiles`, or
+  `saved_run.TRAIN`) lets the command take `--run_dir=DIR`, a trained run whose saved
+  config it starts from.
   """
   from crosstask import startup  # pylint: disable=import-outside-toplevel
   from crosstask.runtime.config import platform  # pylint: disable=import-outside-toplevel
@@ -323,7 +321,8 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
   startup.quiet_startup(verbose)
   if not argv or argv[0] in ('-h', '--help', 'help'):
     console.say(USAGE.format(what=what,
-                             run_dir='' if saved_run_job is None else RUN_DIR_USAGE))
+                             run_dir='' if saved_run_job is None else
+                             RUN_DIR_USAGE.format(saved_run_job.usage)))
     if not argv:
       raise SystemExit(2)
     return

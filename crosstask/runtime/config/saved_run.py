@@ -1,4 +1,5 @@
-"""`--run_dir=DIR`: eval, infer and export take a trained run's own configuration.
+"""`--run_dir=DIR`: eval, infer and export take a trained run's own configuration, and
+train resumes it.
 
 A training run writes its whole gin configuration to DIR/config.gin: the model,
 its vocabulary, the task and its lengths. Eval and infer parse it first, then their
@@ -53,6 +54,32 @@ class JobFiles:
             [*carried_bindings(config), *defaults, *bindings])
 
 
+  @property
+  def usage(self) -> str:
+    return ("a trained run (its MODEL_DIR): its saved config gives the\n"
+            "                           model, vocabulary, task and lengths; the flags above\n"
+            "                           change what differs. Checkpoints from DIR, output to "
+            f"DIR/{self.output_subdir}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumedRun:
+  """`train --run_dir=DIR`: the run's whole saved configuration, then the command line's,
+  so resuming for more steps takes only what changes (`--gin.TRAIN_STEPS=...`) and not
+  every flag the run was started with again."""
+
+  def arguments(self, run_dir: str, files: Sequence[str], bindings: Sequence[str]
+                ) -> tuple[list[str], list[str]]:
+    run_dir = os.path.abspath(run_dir)
+    return [saved_config(run_dir), *files], [f'MODEL_DIR = {run_dir!r}', *bindings]
+
+  @property
+  def usage(self) -> str:
+    return ("a training run (its MODEL_DIR) to resume: its saved config,\n"
+            "                           then the flags above (e.g. --gin.TRAIN_STEPS=...)")
+
+
+TRAIN = ResumedRun()
 EVAL = JobFiles('runs/eval.gin', 'EVAL_OUTPUT_DIR', 'eval')
 INFER = JobFiles('runs/infer.gin', 'INFER_OUTPUT_DIR', 'infer')
 EXPORT = JobFiles('runs/export.gin', 'EXPORT_DIR', 'hf')
