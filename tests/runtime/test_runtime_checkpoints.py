@@ -72,7 +72,7 @@ def test_eval_selects_checkpoints_by_mode_and_names_their_step(saved):
   # The step comes from the checkpoint's own directory, however it is named.
   for path in (model_dir / 'checkpoint_1', model_dir / 'checkpoint_1' / 'state'):
     assert select(path, 'specific') == [(1, checkpoints.state_item(str(model_dir), 1))]
-  with pytest.raises(ValueError, match='mode must be'):
+  with pytest.raises(ValueError, match=r'mode \(CHECKPOINT_MODE\) must be'):
     select(model_dir / 'checkpoint_1', 'newest')
 
 
