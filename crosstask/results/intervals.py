@@ -26,9 +26,6 @@ from crosstask.results import bootstrap
 from crosstask.results import rescoring
 from crosstask.results.runs import Run
 from crosstask.runtime.config import saved_run
-from crosstask.runtime.data import pipeline
-
-DEFAULT_MODULE = "crosstask.tasks.all"
 
 
 def log_file(record: R.Record) -> pathlib.Path | None:
@@ -62,35 +59,18 @@ def _task(name: str):
   return None
 
 
-def _import_task_modules(run: Run) -> str | None:
-  """Imports the run's MIXTURE_OR_TASK_MODULE (every benchmark where its config names
-  none, or where that module cannot be imported here); returns why it could not be."""
-  modules = saved_run.task_modules(run.macros)
-  if not modules:
-    pipeline.import_tasks(DEFAULT_MODULE)
-    return None
-  for name in modules:
-    try:
-      pipeline.import_tasks(name)
-    except pipeline.TaskConfigError:
-      pipeline.import_tasks(DEFAULT_MODULE)
-      return (f"its task module {name!r} cannot be imported from here (run from the folder "
-              "that holds it, or add that folder to PYTHONPATH)")
-  return None
-
-
 def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
   """`run` with the bootstrap replicates of each record whose inference log is found beside
   it, and `ci95` from them where the record carries none."""
   if resamples <= 0:
     return run
-  unimportable = _import_task_modules(run)
+  _, failed = rescoring.import_run_modules(saved_run.task_modules(run.macros))
   filled, replicates, no_ci95 = {}, {}, {}
   for key, record in run.records.items():
     path = log_file(record)
     task = _task(record.task) if path else None
-    if path and task is None and unimportable:
-      no_ci95[key] = unimportable
+    if path and task is None and failed:
+      no_ci95[key] = f"its task module {failed!r} {rescoring.UNIMPORTABLE}"
     if task is not None:
       out = logged_outputs(path)
       draws = {k: v for k, v in rescoring.replicates(task, out, resamples).items()

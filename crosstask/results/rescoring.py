@@ -159,23 +159,26 @@ def _run_macros(path: pathlib.Path) -> dict[str, str]:
   return {}
 
 
-def import_task_modules(path: pathlib.Path, module: str | Sequence[str] | None = None
-                        ) -> tuple[list[str], str | None]:
-  """Imports what registers the task of `path`: `module` where given; else every benchmark
-  and the MIXTURE_OR_TASK_MODULE of the run's saved config (a module of the researcher's
-  own). Returns (the modules imported, why one the config names could not be, or None)."""
-  if module:
-    pipeline.import_tasks(module)
-    return pipeline.module_names(module), None
-  pipeline.import_tasks(DEFAULT_MODULE)
-  imported, failed = [DEFAULT_MODULE], None
-  for name in saved_run.task_modules(_run_macros(path)) or []:
+def import_run_modules(named: Sequence[str] | None) -> tuple[list[str], str | None]:
+  """Imports the modules a run's config names (its MIXTURE_OR_TASK_MODULE, maybe the
+  researcher's own), and every benchmark where it names none or one cannot be imported
+  from here. Returns (the modules imported, the one that could not be, or None)."""
+  imported, failed = [], None
+  for name in named or []:
     try:
       pipeline.import_tasks(name)
       imported.append(name)
-    except pipeline.TaskConfigError as e:
-      failed = f"the run's config names {name!r}: {e}"
+    except pipeline.TaskConfigError:
+      failed = name
+  if failed or not imported:
+    pipeline.import_tasks(DEFAULT_MODULE)
+    imported.append(DEFAULT_MODULE)
   return imported, failed
+
+
+# What a run's task module that `import_run_modules` could not import needs.
+UNIMPORTABLE = ("cannot be imported from here (run from the folder that holds it, or add "
+                "that folder to PYTHONPATH)")
 
 
 def resolve_task(name: str, path: pathlib.Path, module: str | Sequence[str] | None = None,
@@ -183,10 +186,14 @@ def resolve_task(name: str, path: pathlib.Path, module: str | Sequence[str] | No
   """The registered task `name`; a vocabulary's copy (`<task>.<vocabulary>`, the name every
   non-byte run writes) is registered first with the run's vocabulary, as the runtime does."""
   import seqio  # pylint: disable=g-import-not-at-top
-  try:
-    modules, failed = import_task_modules(path, module)
-  except pipeline.TaskConfigError as e:
-    raise ValueError(f"{path}: --module: {e}") from None
+  if module:
+    try:
+      pipeline.import_tasks(module)
+    except pipeline.TaskConfigError as e:
+      raise ValueError(f"{path}: --module: {e}") from None
+    modules, failed = pipeline.module_names(module), None
+  else:
+    modules, failed = import_run_modules(saved_run.task_modules(_run_macros(path)))
   base = vocabularies.base_task_name(name)
   if name not in seqio.TaskRegistry.names() and base != name:
     vocabulary = vocabulary or saved_run.bound(_run_macros(path), "VOCABULARY_PATH")
@@ -204,8 +211,9 @@ def resolve_task(name: str, path: pathlib.Path, module: str | Sequence[str] | No
   except ValueError:
     raise ValueError(
         f"{path}: task {name!r} is registered by none of {', '.join(modules)}; "
-        + (failed if failed else "give the module that registers it with --module (the "
-           "run's MIXTURE_OR_TASK_MODULE)")) from None
+        + (f"the run's config names {failed!r}, which {UNIMPORTABLE}" if failed else
+           "give the module that registers it with --module (the run's "
+           "MIXTURE_OR_TASK_MODULE)")) from None
   if not isinstance(task, seqio.Task):
     raise ValueError(f"{path}: {name!r} is a mixture; infer writes one file per task")
   return task
@@ -409,7 +417,8 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
                resamples: int = bootstrap.RESAMPLES) -> records.Record:
   """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`.
 
-  The task is looked up in `module` where given, else as `import_task_modules` finds it.
+  The task is looked up in `module` where given, else in the modules the config of the run
+  that wrote the file names (`import_run_modules`).
 
   The record carries each metric's 95% interval from `resamples` bootstrap draws.
   """
