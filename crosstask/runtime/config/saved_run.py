@@ -53,7 +53,6 @@ class JobFiles:
     return ([config, self.run_file, *files],
             [*carried_bindings(config), *defaults, *bindings])
 
-
   @property
   def usage(self) -> str:
     return ("a trained run (its MODEL_DIR): its saved config gives the\n"

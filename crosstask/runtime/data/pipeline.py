@@ -52,6 +52,12 @@ def import_tasks(module: str | Sequence[str] | None = None) -> None:
           "'crosstask.tasks.all'") from None
 
 
+def holds_past(ds: Any, count: int) -> bool:
+  """Whether the tf.data dataset `ds` holds an element past its first `count`: a split
+  of exactly NUM_EXAMPLES examples is read whole, and labelled so (`records.subset_split`)."""
+  return any(True for _ in ds.skip(count).take(1))
+
+
 def module_names(module: str | Sequence[str] | None) -> list[str]:
   """MIXTURE_OR_TASK_MODULE's value as a list of module names."""
   return [module] if isinstance(module, str) else list(module or ())

@@ -126,7 +126,7 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
         shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
     whole = True
     if job.num_examples:
-      whole = not any(True for _ in task_ds.skip(job.num_examples).take(1))
+      whole = not data.holds_past(task_ds, job.num_examples)
       task_ds = task_ds.take(job.num_examples)
     # Read and preprocessed once: predicting, scoring and writing the texts each pass over it.
     task_ds = task_ds.cache()

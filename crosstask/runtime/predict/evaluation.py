@@ -52,10 +52,9 @@ def _scalar(v: Any) -> float | None:
 def _holds_more(task: Any, cfg: data.DatasetConfig, count: int) -> bool:
   """Whether `task`'s split holds an example past its first `count` (preprocessed as the
   evaluator reads them): a split of exactly NUM_EXAMPLES is the whole split."""
-  ds = tracing.without_autograph(
+  return data.holds_past(tracing.without_autograph(
       task.get_dataset, dict(cfg.task_feature_lengths), split=cfg.split, shuffle=False,
-      num_epochs=1, use_cached=cfg.use_cached, seed=cfg.seed)
-  return any(True for _ in ds.skip(count).take(1))
+      num_epochs=1, use_cached=cfg.use_cached, seed=cfg.seed), count)
 
 
 class Evaluator:
