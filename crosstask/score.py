@@ -37,9 +37,9 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--split", help="split name (default: from the file name)")
   p.add_argument("--step", type=int, help="checkpoint step (default: the one infer recorded)")
   p.add_argument("--output_dir", help="where metrics.jsonl goes (default: beside each file)")
-  p.add_argument("--module", help="module registering the task (default: every benchmark's "
-                 "and the MIXTURE_OR_TASK_MODULE of the run's config beside the file or above "
-                 "it)")
+  p.add_argument("--module", help="module registering the task (default: the "
+                 "MIXTURE_OR_TASK_MODULE of the run's config beside the file or above it, "
+                 "else every benchmark's)")
   p.add_argument("--vocabulary", help="SentencePiece .model of a `<task>.<vocabulary>` file "
                  "(default: VOCABULARY_PATH of the run's config)")
   p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
