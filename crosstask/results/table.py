@@ -22,11 +22,13 @@ for.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import re
 from collections.abc import Iterable, Sequence
 
+from crosstask import records as R
 from crosstask.results import aggregates
 from crosstask.results import bootstrap
 from crosstask.results import intervals
@@ -193,6 +195,19 @@ class Table:
             "disagreements": self.disagreements(), "without_step": self.without_step}
 
 
+def _check_metrics(prefer: Sequence[str], runs: Sequence[Run]) -> None:
+  """A `--metric` no record reports is a ValueError naming the close ones, not a silent
+  fall back to each task's headline metric (a typo would read as the metric asked for)."""
+  keys = {key for run in runs for record in run.records.values() for key in record.metrics}
+  names = sorted(keys | {key.rsplit("/", 1)[-1] for key in keys})
+  for metric in prefer:
+    if not any(R.matches(key, metric) for key in keys):
+      close = difflib.get_close_matches(metric, names, n=3, cutoff=0.5)
+      hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+      raise ValueError(f"--metric {metric!r} is reported by no record of these runs{hint}; "
+                       f"their metrics: {', '.join(names) or 'none'}")
+
+
 def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
           prefer: Sequence[str] = (), all_metrics: bool = False, paper: str = "default",
           tasks: str | None = None, merge: bool = False,
@@ -211,6 +226,7 @@ def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
                      f"{', '.join(str(run.path) for run in runs)}; their steps: {steps}")
   without_step = [f"{run.path} (its steps: {', '.join(map(str, sorted(run.steps)))})"
                   for run in runs if step is not None and not run.records]
+  _check_metrics(prefer, runs)
   runs = [intervals.with_intervals(run, resamples) for run in runs]
   if merge:
     runs = [merge_runs(runs)]

@@ -177,8 +177,8 @@ def test_cli_formats_and_errors(tmp_path, capsys):
 
 
 def test_a_filter_that_matches_nothing_names_what_there_is(tmp_path, capsys):
-  """A mistyped --step or --tasks is a usage error naming the runs' steps or columns, not
-  an empty table that reads as runs without results."""
+  """A mistyped --step, --tasks or --metric is a usage error naming the runs' steps, columns
+  or metrics, not an empty table (or another metric) that reads as what was asked for."""
   a = _run(tmp_path, "a", 0, [(5, "csl_zh_abstract_to_title", {"rougeL": 31.0}, "abcdef12"),
                               (10, "csl_zh_abstract_to_title", {"rougeL": 33.0}, "abcdef12")])
   b = _run(tmp_path, "b", 0, [(20, "csl_zh_title_to_category", {"accuracy": 60.0}, "aaaa0000")],
@@ -195,6 +195,12 @@ def test_a_filter_that_matches_nothing_names_what_there_is(tmp_path, capsys):
                                   "columns: csl_zh_abstract_to_title, csl_zh_title_to_category")
   assert cli.main([str(a), "--tasks", "(csl"]) == 2
   assert "--tasks '(csl' is not a regular expression" in capsys.readouterr().err
+  # A misspelt --metric names the close ones, not a silent fall back to the headline.
+  assert cli.main([str(a), str(b), "--metric", "rogueL"]) == 2
+  captured = capsys.readouterr()
+  assert not captured.out
+  assert captured.err.strip() == ("error: --metric 'rogueL' is reported by no record of these "
+                                  "runs (did you mean 'rougeL'?); their metrics: accuracy, rougeL")
   # A step one run has: its row, the other's cells empty ("-"), and a note that says why.
   assert cli.main([str(a), str(b), "--step", "10", "--tasks", "title"]) == 0
   out = capsys.readouterr().out
