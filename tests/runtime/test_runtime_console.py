@@ -8,6 +8,7 @@ import subprocess
 import sys
 import types
 
+import numpy as np
 import pytest
 
 import runtime_subprocess as rs
@@ -244,3 +245,12 @@ def test_a_missing_or_malformed_file_is_one_line_unless_verbose(capsys, fault):
       gin_utils.run_main(job, argv + ['--verbose'], what='a test job')
   finally:
     gin.clear_config()
+
+
+def test_metrics_line_reads_as_numbers_not_a_dict_repr():
+  """Eval's and training's console lines: four significant digits, nested keys joined."""
+  line = console.metrics_line({
+      'csl_zh_title_to_category': {'accuracy': 46.666666666666664, 'macro_f1': np.float32(0.5)},
+      'scirepeval:fos': {'f1': {'macro': 12.345678}, 'examples': 30}})
+  assert line == ('csl_zh_title_to_category: accuracy 46.67, macro_f1 0.5; '
+                  'scirepeval:fos: f1/macro 12.35, examples 30')

@@ -37,6 +37,9 @@ def test_train_eval_infer(tmp_path):
   ev = rs.run([rs.sys.executable, '-m', 'crosstask.eval', f'--run_dir={model_dir}',
                '--gin.BATCH_SIZE=16'])
   assert ev.returncode == 0, ev.stdout[-3000:] + ev.stderr[-3000:]
+  number = r'\d+(\.\d{1,2})?'  # 4 significant digits, not a float's repr
+  assert re.search(rf'^{re.escape(str(model_dir))}/checkpoint_60: runtime_copy: exact_match '
+                   rf'{number}; runtime_reverse: exact_match {number}$', ev.stdout, re.M), ev.stdout
   eval_dir = model_dir / 'eval'
   lines = [json.loads(l) for l in (eval_dir / 'metrics.jsonl').open()]
   assert sorted((m['step'], m['task']) for m in lines) == [

@@ -33,5 +33,5 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
       gin_utils.summarize_gin_config(job.output_dir)
       gin_utils.write_operative_config(job.output_dir)
     results[step] = evaluator.evaluate(runner, params, step)
-    console.say(f'{restoring.checkpoint_name(state_dir)}: {results[step]}')
+    console.say(f'{restoring.checkpoint_name(state_dir)}: {console.metrics_line(results[step])}')
   return results

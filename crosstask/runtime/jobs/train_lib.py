@@ -251,7 +251,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
                       + ' '.join(f'{k} {v:.4f}' for k, v in m.items()))
         if infer_eval is not None and infer_eval.has_tasks:
           res = infer_eval.evaluate(runner, state['params'], step)
-          console.say(f'step {step} inference_eval {res}')
+          console.say(f'step {step} inference_eval {console.metrics_line(res)}')
     check_pending()
   finally:
     mgr.wait_until_finished()  # Saves already started are good steps: let them finish.

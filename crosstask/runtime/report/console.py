@@ -9,7 +9,10 @@ alone, so each says why.
 
 import re
 import sys
+from collections.abc import Mapping
+from typing import Any
 
+import numpy as np
 from absl import logging
 
 
@@ -34,6 +37,26 @@ def say(message: str) -> None:
     print(message, flush=True)
   else:
     logging.info(message)
+
+
+def metrics_line(results: Mapping[str, Mapping[str, Any]]) -> str:
+  """`task: metric value, ...; task: ...` with four significant digits, for a console line.
+
+  A dict's repr prints a float's seventeen digits (46.666666666666664) and nests
+  SciRepEval's metrics in braces; this is what a researcher reads, the files keep
+  the exact values.
+  """
+  def flat(metrics: Mapping[str, Any], prefix: str = '') -> list[str]:
+    items = []
+    for key, value in metrics.items():
+      if isinstance(value, Mapping):
+        items += flat(value, f'{prefix}{key}/')
+      elif isinstance(value, (float, np.floating)):
+        items.append(f'{prefix}{key} {value:.4g}')
+      else:
+        items.append(f'{prefix}{key} {value}')
+    return items
+  return '; '.join(f"{task}: {', '.join(flat(metrics))}" for task, metrics in results.items())
 
 
 def warn(message: str) -> None:
