@@ -138,7 +138,7 @@ def _without_tensorflow_infer_writes_the_same_file(model_dir, inferred, evaluate
       "crosstask.infer", f"--run_dir={model_dir}", f"--gin.INFER_OUTPUT_DIR='{out_dir}'"),
       cwd=runtime_subprocess.REPO, env=env, capture_output=True, text=True, timeout=600)
   assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
-  assert f"Wrote 30 predictions to {out_dir / inferred.name}" in plain.stdout
+  assert f"Wrote 30 predictions to {out_dir / inferred.name}\n" in plain.stdout  # a new file
   assert not runtime_subprocess.noise_in(plain.stdout + plain.stderr)
   want = [json.loads(line) for line in inferred.read_text(encoding="utf-8").splitlines()]
   got = [json.loads(line) for line in (out_dir / inferred.name).read_text(

@@ -11,6 +11,7 @@ import transformers
 import runtime_subprocess as rs
 from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
+from crosstask.runtime.jobs import infer_lib
 
 
 @pytest.mark.slow(seconds=36)
@@ -219,3 +220,14 @@ def test_trainer_imports_without_tensorflow_or_seqio():
           "import crosstask.runtime.sharding.partitioning, crosstask.runtime.state.checkpoints\n")
   res = rs.run([rs.sys.executable, '-c', code], timeout=120)
   assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_infer_says_which_predictions_its_file_replaces(tmp_path):
+  """Infer writes `<task>-<split>.jsonl` afresh; its 'Wrote' line says when that replaces
+  an earlier run's file (another checkpoint's predictions), not silently."""
+  path = tmp_path / 'runtime_copy-validation.jsonl'
+  assert infer_lib._replacing(str(path)) == ''
+  path.write_text(json.dumps({'index': 0, 'prediction': 'a', 'step': 30}) + '\n')
+  assert infer_lib._replacing(str(path)) == ", replacing that file's predictions of step 30"
+  path.write_text('not json\n')
+  assert infer_lib._replacing(str(path)) == ', replacing the file there'

@@ -41,6 +41,19 @@ def _line(index: int, inputs: str, targets: str, prediction: str, score: float,
                     ensure_ascii=False) + '\n'
 
 
+def _replacing(path: str) -> str:
+  """What writing `path` replaces, for the 'Wrote' line: an earlier run's predictions
+  (say, another checkpoint's) are not overwritten without a word."""
+  if not os.path.exists(path):
+    return ''
+  try:
+    with open(path, encoding='utf-8') as f:
+      step = json.loads(f.readline())['step']
+    return f', replacing that file\'s predictions of step {step}'
+  except (ValueError, KeyError, TypeError, OSError):
+    return ', replacing the file there'
+
+
 class Predictions(NamedTuple):
   """A split's examples ({"inputs", "targets"} text), their features as the model reads
   them, and its predictions: (index, tokens), their log-likelihoods, their text;
@@ -139,13 +152,14 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
     task_fingerprint = fingerprint.fingerprint(task)
     split = records.subset_split(dataset_cfg.split, len(preds), whole=whole)
     path = os.path.join(output_dir, f'{task.name}-{split}.jsonl')
+    replacing = _replacing(path)
     with open(path, 'w') as f:
       for (index, tokens), score, ex in zip(preds, aux['scores'], task_ds.as_numpy_iterator()):
         f.write(_line(index, _text(ex, 'inputs', in_vocab), _text(ex, 'targets', out_vocab),
                       out_vocab.decode(tokens), score, target_scores[index], step,
                       task_fingerprint))
     written.append(path)
-    console.say(f'Wrote {len(preds)} predictions to {path}')
+    console.say(f'Wrote {len(preds)} predictions to {path}{replacing}')
   return written
 
 
@@ -161,9 +175,10 @@ def _write_plain(job: restoring.CheckpointJob, runner: inference.Inference, para
   # Named as the SeqIO task is registered: the plain name, or its copy for the vocabulary.
   split = records.subset_split(cfg.split, len(out.tokens), whole=out.whole)
   path = os.path.join(job.output_dir, f'{cfg.mixture_or_task_name}-{split}.jsonl')
+  replacing = _replacing(path)
   with open(path, 'w') as f:
     for (index, _), ex, text, score in zip(out.tokens, out.examples, out.texts, out.scores):
       f.write(_line(index, ex['inputs'], ex['targets'], text, score, target_scores[index], step,
                     task_fingerprint))
-  console.say(f'Wrote {len(out.tokens)} predictions to {path}')
+  console.say(f'Wrote {len(out.tokens)} predictions to {path}{replacing}')
   return path
