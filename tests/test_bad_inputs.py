@@ -232,13 +232,14 @@ add_cases([
 ])
 
 
-def _train_with(*bindings):
-  """Train as the entry point calls it, with `bindings` over a valid tiny run."""
+def _train_with(*bindings, run='counts'):
+  """Train as the entry point calls it, with `bindings` over a valid tiny run in
+  scratch folder `run`."""
   import gin
   import runtime_helpers  # noqa: F401  Registers the synthetic tasks.
   from crosstask.runtime.config import gin_utils
   from crosstask.runtime.jobs import train_lib
-  model_dir = scratch('counts') / 'run'
+  model_dir = scratch(run) / 'run'
   gin.clear_config()
   try:
     gin_utils.parse([TINY, 'runs/finetune.gin'], [
@@ -264,6 +265,25 @@ add_cases([
      r'BATCH_SIZE=0: expected a whole number of at least 1'),
     ('train-layout-misspelt', lambda: _train_with("LAYOUT='fdsp'"), LayoutError,
      r"Partitioner\.layout='fdsp' \(gin LAYOUT\): expected one of"),
+])
+
+
+
+def _left_nothing(run: str) -> Callable[[], None]:
+  def check():
+    left = sorted(str(p) for p in (_ROOT / run / 'run').rglob('*'))  # in MODEL_DIR
+    assert not left, f'a failed start left {left}'
+  return check
+
+
+# A start that fails leaves no empty TensorBoard folder or events file that reads as a
+# run (before, `train/events.out.tfevents.*` was written before the checkpoint was read).
+add_cases([
+    ('train-initial-checkpoint-missing', lambda: _train_with(
+        f"INITIAL_CHECKPOINT_PATH='{_ROOT / 'no_such_checkpoint'}'", 'EVAL_PERIOD=2',
+        run='failed_start'),
+     FileNotFoundError, r'Checkpoint path .*no_such_checkpoint does not exist',
+     _left_nothing('failed_start')),
 ])
 
 

@@ -68,12 +68,11 @@ class Evaluator:
     data.check_split(task, cfg.split)
     self.output_dir = output_dir
     self.writer = writer
-    os.makedirs(output_dir, exist_ok=True)
     # A subset's inference logs (`<task>-<step>.jsonl`) go to a folder of their own, so
     # they never overwrite the whole split's; its records go to `output_dir` as others'.
     log_dir = (os.path.join(output_dir, records.subset_log_dir(num_examples)) if num_examples
                else output_dir)
-    os.makedirs(log_dir, exist_ok=True)
+    self._log_dir = log_dir  # Made at the first evaluation: a failed start leaves no folder.
     self._evaluator = tracing.without_autograph(
         seqio.Evaluator,
         mixture_or_task_name=cfg.mixture_or_task_name,
@@ -104,6 +103,7 @@ class Evaluator:
 
   def evaluate(self, runner: inference.Inference, params: Any, step: int) -> dict[str, dict]:
     """Per-task metrics (name -> float) at `step`, also written to disk."""
+    os.makedirs(self._log_dir, exist_ok=True)
     future, _ = self._evaluator.evaluate(compute_metrics=True, step=int(step),
                                          **runner.model_fns(params))
     all_metrics = future.result() or {}

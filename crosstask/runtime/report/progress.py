@@ -80,14 +80,42 @@ def describe_accelerator(values: Mapping[str, float]) -> str:
   return '  '.join(parts)
 
 
-def writer(log_dir: str):
-  """A clu MetricWriter: TensorBoard summaries from process 0, logging elsewhere.
+def writer(log_dir: str) -> 'WriterOnFirstWrite':
+  """A clu MetricWriter: TensorBoard summaries from process 0, logging elsewhere."""
+  return WriterOnFirstWrite(log_dir)
 
+
+class WriterOnFirstWrite:
+  """A clu MetricWriter made at its first write, not when the job starts.
+
+  A job that fails before it has a number to record (a malformed row, a checkpoint of
+  the wrong shape) then leaves no empty folder or events file that reads as a run.
   clu's writers pull in TensorFlow, so they are imported here, not at module load.
   """
-  from clu import metric_writers
-  return metric_writers.create_default_writer(
-      log_dir, just_logging=jax.process_index() > 0, asynchronous=False)
+
+  def __init__(self, log_dir: str):
+    self.log_dir = log_dir
+    self._writer = None
+
+  def _made(self):
+    if self._writer is None:
+      from clu import metric_writers  # pylint: disable=import-outside-toplevel
+      self._writer = metric_writers.create_default_writer(
+          self.log_dir, just_logging=jax.process_index() > 0, asynchronous=False)
+    return self._writer
+
+  def flush(self) -> None:
+    if self._writer is not None:
+      self._writer.flush()
+
+  def close(self) -> None:
+    if self._writer is not None:
+      self._writer.close()
+
+  def __getattr__(self, name: str):  # write_scalars, write_texts, ...: make it, then write
+    if not name.startswith('write_'):
+      raise AttributeError(name)
+    return getattr(self._made(), name)
 
 
 class Progress:
