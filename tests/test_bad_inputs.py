@@ -195,7 +195,13 @@ add_cases([
      Exception, r'gin/a\.gin.*no_such'),
     ('gin-unknown-parameter',
      lambda: _gin_from_text('b.gin', "train_script.train.total_step = 3\n"),
-     Exception, r'gin/b\.gin.*total_step'),
+     Exception, r'gin/b\.gin.*total_step.*\nDid you mean total_steps or eval_steps\? '
+     r'train_script\.train takes: model, .*, total_steps, '),
+    # gin names neither what was meant nor what there is; the error adds both.
+    ('gin-misspelt-configurable', lambda: _gin_parse(
+        [TINY, 'runs/finetune.gin'], _RUN + ['train_script.trian.total_steps=3']),
+     Exception, r"No configurable matching 'train_script\.trian'.*\nDid you mean "
+     r'train_script\.train'),
     ('gin-bad-syntax', lambda: _gin_from_text('c.gin', 'TRAIN_STEPS = (\n'),
      Exception, r'gin/c\.gin'),
     ('gin-undefined-macro', lambda: _gin_from_text(

@@ -7,6 +7,7 @@ config in force is written next to the checkpoints.
 import difflib
 import functools
 import importlib
+import inspect
 import logging
 import os
 import pathlib
@@ -137,12 +138,14 @@ def parse(files: Sequence[str], bindings: Sequence[str],
     try:
       gin.parse_config_file(resolved)
     except Exception as e:  # gin raises several types; all mean a bad config.
-      raise GinConfigError(f'Error in gin file {resolved} (--gin_file={f}):\n{e}') from e
+      raise GinConfigError(f'Error in gin file {resolved} (--gin_file={f}):\n{e}'
+                           f'{_parameter_hint(str(e))}') from e
   for b in bindings:
     try:
       gin.parse_config(b)
     except Exception as e:
-      raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}{_unquoted_hint(b)}') from e
+      raise GinConfigError(f'Error in gin binding --gin.{b}:\n{e}{_unquoted_hint(b)}'
+                           f'{_parameter_hint(str(e))}') from e
   placed = [name for name in (placeholders or {}) if not macro_is_set(name)]
   for name in placed:
     gin.parse_config(f'{name} = {placeholders[name]}')
@@ -160,6 +163,34 @@ def parse(files: Sequence[str], bindings: Sequence[str],
     raise GinConfigError(f'{first}\nSet it on the command line (--gin.{name}=VALUE) or in a '
                          f'gin file; files parsed: {list(files)}') from e
   return placed
+
+
+_NO_PARAMETER = re.compile(r"Configurable '([\w.]+)' doesn't have a parameter named '(\w+)'")
+_NO_CONFIGURABLE = re.compile(r"No configurable matching '([\w.]+)'")
+
+
+def _parameter_hint(message: str) -> str:
+  """The close names where gin says a configurable, or a configurable's parameter, does
+  not exist (gin names neither what was meant nor what there is)."""
+  unknown = _NO_CONFIGURABLE.search(message)
+  if unknown:
+    registry = gin.config._REGISTRY  # pylint: disable=protected-access
+    known = sorted(selector for selector, _ in registry.items())
+    close = difflib.get_close_matches(unknown[1], known, n=3, cutoff=0.6)
+    return f"\nDid you mean {' or '.join(close)}?" if close else ''
+  found = _NO_PARAMETER.search(message)
+  if not found:
+    return ''
+  selector, name = found.groups()
+  try:
+    wrapped = gin.config._REGISTRY.get_match(selector).wrapped  # pylint: disable=protected-access
+    parameters = [p for p in inspect.signature(wrapped).parameters
+                  if p not in ('self', 'args', 'kwargs')]
+  except (AttributeError, KeyError, TypeError, ValueError):
+    return ''
+  close = difflib.get_close_matches(name, parameters, n=3, cutoff=0.6)
+  guess = f"Did you mean {' or '.join(close)}? " if close else ''
+  return f"\n{guess}{selector} takes: {', '.join(parameters)}"
 
 
 def _unquoted_hint(binding: str) -> str:
