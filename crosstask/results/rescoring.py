@@ -15,6 +15,7 @@ score metrics (rank classification) with `target_score`, aux metrics with
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import inspect
 import json
@@ -209,8 +210,10 @@ def resolve_task(name: str, path: pathlib.Path, module: str | Sequence[str] | No
   try:
     task = seqio.get_mixture_or_task(name)
   except ValueError:
+    close = difflib.get_close_matches(name, seqio.TaskRegistry.names(), n=3, cutoff=0.6)
     raise ValueError(
         f"{path}: task {name!r} is registered by none of {', '.join(modules)}; "
+        + (f"did you mean {' or '.join(map(repr, close))}? " if close else "")
         + (f"the run's config names {failed!r}, which {UNIMPORTABLE}" if failed else
            "give the module that registers it with --module (the run's "
            "MIXTURE_OR_TASK_MODULE)")) from None

@@ -138,6 +138,10 @@ def test_cli_errors_name_the_problem(sample_root, tmp_path, capsys):
   assert len(records.read(tmp_path)) == 2  # the earlier score's and this one's
   assert cli.main([str(past), str(past), "--task", "csl_zh_title_to_category"]) == 2
   assert "--task/--split name one file's task" in capsys.readouterr().err
+  # A misspelt --task names the close registered ones.
+  assert cli.main([str(past), "--step", "7", "--task", "csl_zh_title_to_catgory"]) == 2
+  assert ("task 'csl_zh_title_to_catgory' is registered by none of crosstask.tasks.all; did "
+          "you mean 'csl_zh_title_to_category'") in capsys.readouterr().err
   assert cli.main([str(metrics)]) == 2
   assert "metrics.jsonl: a metrics file (what a score or an eval wrote), not predictions" in (
       capsys.readouterr().err)
