@@ -27,9 +27,9 @@ MANUAL = {
     'citesum': [
         ('CiteSum (Hugging Face hub dataset yuningm/citesum; fields src, tgt, paper_id, '
          'title, discipline)',
-         'citesum/{train,validation,test}.jsonl',
-         'e.g. datasets.load_dataset("yuningm/citesum") and write each split with '
-         'to_json(..., lines=True, force_ascii=False)'),
+         'citesum/{train,val,test}.json (JSON lines)',
+         'e.g. datasets.load_dataset("yuningm/citesum") and write each split (validation '
+         'as val.json) with to_json(..., lines=True, force_ascii=False)'),
     ],
     'lot': [
         ('LOT full data (ClozeT, SenPos, PlotCom, OutGen; thu-coai/LOT-LongLM links them, '

@@ -148,3 +148,13 @@ def test_package_registry_is_well_formed():
   assert all(s.url.startswith('https://') for s in specs)
   assert len({s.path for s in specs}) == len(specs)
   assert sum(s.sha256 is not None for s in specs) > 100
+
+
+def test_manual_steps_name_the_files_the_readers_read():
+  """A researcher who follows `data fetch`'s MANUAL advice gets files the readers find
+  (it once said citesum/validation.jsonl where the reader reads citesum/val.json)."""
+  from crosstask.tasks.citesum import readers as citesum
+  (_, where, how), = fetch.MANUAL['citesum']
+  assert where.startswith('citesum/{' + ','.join(citesum.CITESUM_FILES.values())
+                          .replace('.json', '') + '}.json')
+  assert 'as val.json' in how and citesum.CITESUM_FILES['validation'] == 'val.json'
