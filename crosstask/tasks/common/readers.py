@@ -164,8 +164,8 @@ def scan_jsonl(path: PathLike, *, on_bad_row: str = "raise",
         continue
       where = f"{file}:{lineno}"
       problem = None
-      try:
-        value = json.loads(raw.decode("utf-8"))
+      try:  # Without its newline: an error at the line's end is at its last column, not 1.
+        value = json.loads(raw.decode("utf-8").rstrip("\r\n"))
       except UnicodeDecodeError as e:
         problem = f"invalid UTF-8 at byte {e.start}"
       except json.JSONDecodeError as e:

@@ -37,6 +37,8 @@ def test_jsonl_located_errors(tmp_path):
   rows = list(R.read_jsonl(path, on_bad_row="skip", bad=bad))
   assert [(r.where, r.value) for r in rows] == [(f"{path}:1", {"a": 1}), (f"{path}:6", {"a": 5})]
   assert bad.count == 3 and f"{path}:4: invalid JSON" in bad.messages[1]
+  # A line cut short is wrong at its end, the column after `{"a": `, not column 1.
+  assert bad.messages[1].startswith(f"{path}:4: invalid JSON at column 7: Expecting value")
 
 
 def test_json_and_json_records(tmp_path):
