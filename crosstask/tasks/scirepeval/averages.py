@@ -73,10 +73,13 @@ def aggregate(results: Mapping[str, Mapping]) -> dict:
 
   Tasks absent from `results` (or marked `not_run`, e.g. S2AND) are listed under
   `missing`; the averages then cover fewer than 27 numbers and `complete` is False.
+  A few-shot task scored without its few-shot runs (`score --no_few_shot`) has no
+  paper number (the mean over the complete and few-shot results): it is listed under
+  `missing` too, and by name under `without_few_shot`.
   """
   numbers: dict[str, dict[str, float]] = {"in_train": {}, "out_of_train": {}}
   by_format: dict[str, dict[str, list[float]]] = {"in_train": {}, "out_of_train": {}}
-  missing = []
+  missing, without_few_shot = [], []
   for spec in B.TASKS:
     if not spec.evaluated:
       continue
@@ -85,10 +88,14 @@ def aggregate(results: Mapping[str, Mapping]) -> dict:
     if result is None or (isinstance(result, Mapping) and result.get("not_run")):
       missing.append(spec.name)
       continue
+    if spec.few_shot and "complete" not in result:
+      missing.append(spec.name)
+      without_few_shot.append(spec.name)
+      continue
     for label, value in task_numbers(spec, result).items():
       numbers[part][label] = value
       by_format[part].setdefault(spec.format, []).append(value)
-  out = {"numbers": numbers, "missing": missing}
+  out = {"numbers": numbers, "missing": missing, "without_few_shot": without_few_shot}
   for part in ("in_train", "out_of_train"):
     values = list(numbers[part].values())
     out[part] = float(np.mean(values)) if values else float("nan")

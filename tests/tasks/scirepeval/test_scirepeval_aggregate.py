@@ -94,6 +94,16 @@ def test_aggregate_reports_missing_tasks():
       [v for part in got["numbers"].values() for v in part.values()]))
 
 
+def test_a_few_shot_task_scored_without_its_runs_is_missing_not_a_key_error():
+  """What `score --no_few_shot` writes for a few-shot task (its complete metrics, flat)
+  has no paper number; the aggregate says so instead of failing with KeyError 'complete'."""
+  res = _results()
+  res["Fields of study"] = res["Fields of study"]["complete"]
+  got = agg.aggregate(res)
+  assert got["missing"] == ["Fields of study"] == got["without_few_shot"]
+  assert not got["complete"] and got["in_train_count"] == 6
+
+
 def test_tasks_scored_from_the_official_float16_cache():
   assert {t.name for t in B.TASKS if t.cached} == {
       "Max hIndex", "SciDocs MeSH", "SciDocs CoView", "SciDocs CoCite", "SciDocs CoRead"}
