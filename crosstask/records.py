@@ -22,6 +22,14 @@ from collections.abc import Iterable, Mapping
 FILENAME = "metrics.jsonl"
 
 _SUBSET = re.compile(r"^(?P<split>.+)\[:(?P<count>\d+)\]$")
+# The name infer gives a task's predictions on a split: `<task>-<split>.jsonl`.
+INFERENCE_FILE = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
+
+
+def inference_file(path: str | os.PathLike) -> tuple[str, str] | None:
+  """(task, split) from an inference output's name `<task>-<split>.jsonl`, else None."""
+  match = INFERENCE_FILE.match(pathlib.Path(path).name)
+  return (match["task"], match["split"]) if match else None
 
 
 def subset_split(split: str, count: int, *, whole: bool) -> str:

@@ -21,7 +21,6 @@ import inspect
 import json
 import os
 import pathlib
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,9 +33,6 @@ from crosstask import vocabularies
 from crosstask.results import bootstrap
 from crosstask.runtime.config import saved_run
 from crosstask.runtime.data import pipeline
-
-FILE_PATTERN = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
-
 
 @dataclasses.dataclass(frozen=True)
 class Inferences:
@@ -51,11 +47,11 @@ class Inferences:
 
 def parse_name(path: str | os.PathLike) -> tuple[str, str]:
   """(task, split) from `<task>-<split>.jsonl`, the name infer gives its files."""
-  match = FILE_PATTERN.match(pathlib.Path(path).name)
-  if not match:
+  parts = records.inference_file(path)
+  if parts is None:
     raise ValueError(f"{path}: not an inference output name (expected <task>-<split>.jsonl); "
                      "name the task and split with --task and --split")
-  return match["task"], match["split"]
+  return parts
 
 
 def _seqio_log_line(line: Mapping) -> dict | None:

@@ -23,7 +23,9 @@ import pathlib
 import re
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 
+from crosstask import records
 from crosstask import startup
 from crosstask import vocabularies
 from crosstask.metrics import cmrc
@@ -144,15 +146,25 @@ def submission(benchmark: str, task: str, records: Sequence[dict], answers: Sequ
   return "".join(lines)
 
 
+class Written(NamedTuple):
+  """A leaderboard file written, and how many of its answers no prediction chose: a
+  generated text that names no option still needs an answer on its line (option 0, the
+  first label), which would otherwise pass for the model's."""
+  path: pathlib.Path
+  unmatched: int
+  answers: int
+
+
 def write_submission(task_name: str, split: str, predictions: str | os.PathLike,
                      output_dir: str | os.PathLike, *, root: str | os.PathLike | None = None,
                      folder: str | os.PathLike | None = None,
-                     joint: bool = True) -> pathlib.Path:
+                     joint: bool = True) -> Written:
   """Writes the leaderboard file for `crosstask.infer` output of `task_name` on `split`.
 
   `joint`: CLUE ChID rank predictions are decoded jointly per line (distinct answers).
 
-  Returns the file written (under `output_dir`, with its official name).
+  Returns the file written (under `output_dir`, with its official name) and its count of
+  answers no prediction matched.
   """
   benchmark, task, k, rank = parse_task_name(task_name)
   read_split = split
@@ -167,7 +179,24 @@ def write_submission(task_name: str, split: str, predictions: str | os.PathLike,
   tmp = out.with_suffix(".tmp")
   tmp.write_text(submission(benchmark, task, records, answers), encoding="utf-8")
   tmp.replace(out)  # a failure above leaves any earlier file untouched
-  return out
+  unmatched = 0 if kind == "cmrc" else sum(1 for a in answers if a < 0)
+  return Written(out, unmatched, len(answers))
+
+
+def split_of(predictions: str | os.PathLike, task_name: str) -> str:
+  """The split infer's file `<task>-<split>.jsonl` was made on, as `crosstask.score`
+  reads it; a ValueError where the name says neither that task nor a whole split."""
+  parts = records.inference_file(predictions)
+  if parts is None:
+    raise ValueError(f"{predictions}: not an inference output name (<task>-<split>.jsonl); "
+                     "give the split with --split")
+  task, split = parts
+  if vocabularies.base_task_name(task) != task_name:
+    raise ValueError(f"{predictions} holds predictions of task {task!r}, not {task_name!r}")
+  if records.base_split(split) != split:
+    raise ValueError(f"{predictions} holds a subset of split {records.base_split(split)!r} "
+                     f"({split}): a leaderboard file answers every example of the split")
+  return split
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -176,17 +205,23 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m crosstask.clue_submissions",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("--task", required=True, help="e.g. fewclue_eprstmt_rank, clue_tnews")
-  parser.add_argument("--split", default="test")
+  parser.add_argument("--split", help="the split the predictions were made on (default: "
+                      "the one their file name says, <task>-<split>.jsonl)")
   parser.add_argument("--predictions", required=True,
                       help="<task>-<split>.jsonl written by crosstask.infer")
   parser.add_argument("--output_dir", required=True)
   startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
   try:
-    print(write_submission(args.task, args.split, args.predictions, args.output_dir))
+    split = args.split or split_of(args.predictions, args.task)
+    written = write_submission(args.task, split, args.predictions, args.output_dir)
   except (FileNotFoundError, ValueError) as e:  # a bad name, path or file, named in `e`
     print(f"ERROR: {e}", file=sys.stderr)
     return 2
+  print(written.path)
+  if written.unmatched:
+    print(f"note: {written.unmatched} of {written.answers} predictions name no option of "
+          "their example; their lines answer option 0 (the first label)", file=sys.stderr)
   return 0
 
 

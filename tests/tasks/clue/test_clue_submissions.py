@@ -37,14 +37,14 @@ def test_task_names_and_file_names():
 def test_generated_labels_become_label_ids_of_the_right_type(tmp_path):
   records = RD.read_all("fewclue", "tnews", "test", root=SAMPLE)
   rows = _rows(tmp_path / "p.jsonl", _generated(records, ["体育", "胡说"]))
-  out = S.write_submission("fewclue_tnews", "test", rows, tmp_path / "sub", root=SAMPLE)
+  out = S.write_submission("fewclue_tnews", "test", rows, tmp_path / "sub", root=SAMPLE).path
   assert out.name == "tnewsf_predict.json"
   lines = [json.loads(l) for l in out.read_text("utf-8").splitlines()]
   # ids stay str as in FewCLUE tnews test; labels are str ids; no match -> the first label.
   assert lines == [{"id": "0", "label": "103"}, {"id": "1", "label": "100"}]
   records = RD.read_all("clue", "afqmc", "test", root=SAMPLE)
   rows = _rows(tmp_path / "a.jsonl", _generated(records, ["相同", "不同", "相同"]))
-  out = S.write_submission("clue_afqmc", "test", rows, tmp_path / "sub", root=SAMPLE)
+  out = S.write_submission("clue_afqmc", "test", rows, tmp_path / "sub", root=SAMPLE).path
   assert out.read_text("utf-8").splitlines()[0] == '{"id": 0, "label": "1"}'
 
 
@@ -55,7 +55,7 @@ def test_rank_rows_pick_the_best_scored_option(tmp_path):
   rows = [{"index": i, "inputs": "x", "targets": x["_text"], "prediction": "?", "score": 0.0,
            "target_score": s} for i, (x, s) in enumerate(zip(expanded, scores))]
   out = S.write_submission("fewclue_eprstmt_k0_rank", "test", _rows(tmp_path / "r.jsonl", rows),
-                           tmp_path, root=SAMPLE)
+                           tmp_path, root=SAMPLE).path
   assert out.name == "eprstmt_predict_0.json"
   assert [json.loads(l) for l in out.read_text("utf-8").splitlines()] == [
       {"id": 0, "label": "Negative"}, {"id": 1, "label": "Positive"}]
@@ -72,22 +72,22 @@ def test_rank_rows_pick_the_best_scored_option(tmp_path):
 def test_mrc_formats(tmp_path):
   chid = RD.read_all("clue", "chid", "test", root=SAMPLE)
   rows = _rows(tmp_path / "c.jsonl", _generated(chid, ["胸有成竹", "井底之蛙", "x", "亡羊补牢"]))
-  out = S.write_submission("clue_chid", "test", rows, tmp_path, root=SAMPLE)
+  out = S.write_submission("clue_chid", "test", rows, tmp_path, root=SAMPLE).path
   assert out.name == "chid11_predict.json"
   assert json.loads(out.read_text()) == {"#idiom623377#": 7, "#idiom623378#": 9,
                                          "#idiom623379#": 0, "#idiom623380#": 3}
   c3 = RD.read_all("clue", "c3", "test", root=SAMPLE)
   rows = _rows(tmp_path / "c3.jsonl", _generated(c3, ["上午九点", "秋天", "种树"]))
-  out = S.write_submission("clue_c3", "test", rows, tmp_path, root=SAMPLE)
+  out = S.write_submission("clue_c3", "test", rows, tmp_path, root=SAMPLE).path
   assert [json.loads(l) for l in out.read_text().splitlines()] == [
       {"id": 0, "label": 1}, {"id": 10, "label": 2}, {"id": 11, "label": 1}]
   few = RD.read_all("fewclue", "chid", "test", root=SAMPLE)
   rows = _rows(tmp_path / "f.jsonl", _generated(few, ["半途而废", "一帆风顺"]))
-  out = S.write_submission("fewclue_chid", "test", rows, tmp_path, root=SAMPLE)
+  out = S.write_submission("fewclue_chid", "test", rows, tmp_path, root=SAMPLE).path
   assert out.read_text().splitlines() == ['{"id": 0, "answer": 6}', '{"id": 1, "answer": 0}']
   cmrc = RD.read_all("clue", "cmrc2018", "test", root=SAMPLE)
   rows = _rows(tmp_path / "m.jsonl", _generated(cmrc, ["周树人", "1918年", "东海", "6300千米(公里)"]))
-  out = S.write_submission("clue_cmrc2018", "test", rows, tmp_path, root=SAMPLE)
+  out = S.write_submission("clue_cmrc2018", "test", rows, tmp_path, root=SAMPLE).path
   assert json.loads(out.read_text("utf-8"))["TEST_1_QUERY_1"] == "6300千米（公里）"  # passage text
 
 
@@ -109,8 +109,36 @@ def test_chid_rank_rows_are_decoded_jointly_per_line(tmp_path):
            "target_score": s} for i, (x, s) in enumerate(zip(expanded, scores))]
   path = _rows(tmp_path / "r.jsonl", rows)
   joint = json.loads(S.write_submission("clue_chid_rank", "test", path, tmp_path / "j",
-                                        root=SAMPLE).read_text())
+                                        root=SAMPLE).path.read_text())
   alone = json.loads(S.write_submission("clue_chid_rank", "test", path, tmp_path / "a",
-                                        root=SAMPLE, joint=False).read_text())
+                                        root=SAMPLE, joint=False).path.read_text())
   assert list(alone.values()) == [7, 7, 8, 7]
   assert list(joint.values()) == [7, 9, 8, 7]  # line 1's blank keeps 7: another line
+
+
+def test_the_command_reads_the_split_from_the_file_name_and_counts_unmatched_answers(
+    tmp_path, capsys):
+  """As `crosstask.score` does, the split is the one the file's name says; a generated
+  text that names no option is counted, since its line's answer (option 0) is no choice
+  of the model's and a file of them would otherwise look like a valid submission."""
+  records = RD.read_all("fewclue", "tnews", "test", root=SAMPLE)
+  rows = _generated(records, ["体育", "胡说"])
+  written = S.write_submission("fewclue_tnews", "test", _rows(tmp_path / "p.jsonl", rows),
+                               tmp_path / "sub", root=SAMPLE)
+  assert (written.unmatched, written.answers) == (1, 2)
+  named = _rows(tmp_path / "fewclue_tnews-test.jsonl", rows)
+  with paths.use_data_dir(SAMPLE):
+    assert S.main(["--task=fewclue_tnews", f"--predictions={named}",
+                   f"--output_dir={tmp_path / 'cli'}"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"{tmp_path / 'cli' / 'tnewsf_predict.json'}\n"
+    assert captured.err == ("note: 1 of 2 predictions name no option of their example; their "
+                            "lines answer option 0 (the first label)\n")
+    subset = _rows(tmp_path / "fewclue_tnews-test[:2].jsonl", rows)
+    assert S.main(["--task=fewclue_tnews", f"--predictions={subset}",
+                   f"--output_dir={tmp_path / 'cli'}"]) == 2
+    assert "holds a subset of split 'test' (test[:2])" in capsys.readouterr().err
+    assert S.main(["--task=clue_tnews", f"--predictions={named}",
+                   f"--output_dir={tmp_path / 'cli'}"]) == 2
+    assert "holds predictions of task 'fewclue_tnews', not 'clue_tnews'" in (
+        capsys.readouterr().err)
