@@ -1,5 +1,7 @@
 """`evaluate(...)`: SeqIO metrics for one checkpoint or each in a directory."""
 
+import os
+
 import gin
 
 from crosstask.runtime.config import gin_utils
@@ -30,6 +32,7 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
   for step, state_dir in restoring.checkpoint_dirs(job.restore_checkpoint_cfg):
     params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies)
     if not results:  # Once a checkpoint has loaded: a failed start leaves them as they were.
+      os.makedirs(job.output_dir, exist_ok=True)
       gin_utils.summarize_gin_config(job.output_dir)
       gin_utils.write_operative_config(job.output_dir)
     results[step] = evaluator.evaluate(runner, params, step)

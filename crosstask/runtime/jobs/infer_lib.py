@@ -19,6 +19,7 @@ from crosstask import vocabularies
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.data import host_inputs
 from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.data import truncation
 from crosstask.runtime.jobs import restoring
 from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
@@ -151,6 +152,9 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
     in_vocab = task.output_features['inputs'].vocabulary
     task_fingerprint = fingerprint.fingerprint(task)
     split = records.subset_split(dataset_cfg.split, len(preds), whole=whole)
+    for cut in truncation.cuts(task_ds.as_numpy_iterator(), task.output_features,
+                               dataset_cfg.task_feature_lengths):
+      console.warn(cut.describe(task.name, split))
     path = os.path.join(output_dir, f'{task.name}-{split}.jsonl')
     replacing = _replacing(path)
     with open(path, 'w') as f:

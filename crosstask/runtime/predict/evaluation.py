@@ -17,8 +17,10 @@ from crosstask.plain_vocabularies import EOS_ID
 from crosstask.text import feature_text
 from crosstask import tracing
 from crosstask.runtime.data import pipeline as data
+from crosstask.runtime.data import truncation
 from crosstask.runtime.predict import fingerprint
 from crosstask.runtime.predict import inference
+from crosstask.runtime.report import console
 
 
 def has_labels(examples: Iterable[Mapping]) -> bool:
@@ -95,6 +97,9 @@ class Evaluator:
       count = sum(1 for _ in cached) if num_examples else 0
       whole = not num_examples or count < num_examples or not _holds_more(task, cfg, count)
       self.splits[task.name] = records.subset_split(cfg.split, count, whole=whole)
+      for cut in truncation.cuts(cached.as_numpy_iterator(), task.output_features,
+                                 cfg.task_feature_lengths):
+        console.warn(cut.describe(task.name, self.splits[task.name]))
     self.fingerprints = {t.name: fingerprint.fingerprint(t) for t in self._evaluator.eval_tasks}
 
   @property
