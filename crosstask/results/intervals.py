@@ -29,12 +29,21 @@ from crosstask.runtime.config import saved_run
 
 
 def log_file(record: R.Record) -> pathlib.Path | None:
-  """The inference log beside the metrics file a record was read from, if it exists."""
+  """The inference log of a record, if it exists: beside the metrics file it was read
+  from, or for an eval of NUM_EXAMPLES=N in that folder's `first_N/`. A record labelled
+  `validation[:N]` reads `first_N/`; one labelled whole reads the folder's own log, else
+  the largest `first_N/` (an N at least the split's size, or it would be labelled a subset)."""
   if not record.where:
     return None
   folder = pathlib.Path(record.where.rsplit(":", 1)[0]).parent
-  path = folder / f"{record.task}-{record.step:06d}.jsonl"
-  return path if path.is_file() else None
+  name = f"{record.task}-{record.step:06d}.jsonl"
+  count = R.subset_count(record.split)
+  if count is not None:
+    folders = [folder / R.subset_log_dir(count)]
+  else:
+    subsets = [p for p in folder.glob("first_*") if R.subset_of_log_dir(p.name) is not None]
+    folders = [folder, *sorted(subsets, key=lambda p: -R.subset_of_log_dir(p.name))]
+  return next((f / name for f in folders if (f / name).is_file()), None)
 
 
 def logged_outputs(path: pathlib.Path) -> rescoring.ModelOutputs:

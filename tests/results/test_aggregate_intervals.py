@@ -170,3 +170,28 @@ def test_merged_parts_keep_their_resamples(tmp_path):
            _run(tmp_path, "part_senpos", {"lot_zh_senpos": _answers(6, 3)})]
   merged = _overall(table.build(parts, paper="none", resamples=100, merge=True))
   assert merged["ci95"] == _overall(table.build([whole], paper="none", resamples=100))["ci95"]
+
+
+def test_an_eval_of_num_examples_finds_its_log_in_first_n(tmp_path):
+  """An eval with NUM_EXAMPLES=N keeps its inference logs in `first_N/` beside its
+  records: a `validation[:N]` record draws its interval from there, not 'no saved
+  predictions', and never from the whole split's log beside it."""
+  folder = _lot_run(tmp_path, "run", clozet=(8, 6), senpos=(6, 3)) / "inference_eval"
+  targets, predictions = _answers(4, 1)
+  intervals.write_log(folder / records.subset_log_dir(4), "lot_zh_clozet", STEP, targets,
+                      predictions, predictions)
+  records.append(folder, [records.Record(STEP, "lot_zh_clozet", {"accuracy": 25.0}, "f" * 8,
+                                         source="eval", split="validation[:4]")])
+  by_split = {r.split: r for r in records.read(folder) if r.task == "lot_zh_clozet"}
+  assert intervals.log_file(by_split["validation[:4]"]) == (
+      folder / "first_4" / f"lot_zh_clozet-{STEP:06d}.jsonl")
+  assert intervals.log_file(by_split["validation"]) == folder / f"lot_zh_clozet-{STEP:06d}.jsonl"
+  # Without the whole split's log, a whole record reads the largest first_N (an eval
+  # whose N reached the split's end, else it would be labelled a subset).
+  whole = folder / f"lot_zh_clozet-{STEP:06d}.jsonl"
+  (folder / "first_8").mkdir()
+  whole.rename(folder / "first_8" / whole.name)
+  assert intervals.log_file(by_split["validation"]) == folder / "first_8" / whole.name
+  run = intervals.with_intervals(table.load_run(folder.parent, None), resamples=50)
+  assert set(run.replicates) >= {("lot_zh_clozet", "validation[:4]"),
+                                 ("lot_zh_clozet", "validation")}
