@@ -178,3 +178,12 @@ def test_the_prediction_adds_its_terms_and_keeps_the_roofline_beside_it():
   text = compile_report._prediction_lines(got, h100)  # pylint: disable=protected-access
   assert any('none overlapping' in line for line in text)
   assert any(line.split()[:2] == ['roofline', f'{hbm_s * 1e3:.2f}'] for line in text)
+  # Checked against measured steps on the H100: no caveat. On a TPU it never was, and says so.
+  assert got.predicted_calibrated and not any('not calibrated' in line for line in text)
+  v5e = topology.CHIPS['v5e']
+  on_tpu = compile_report.predict(report, v5e, train_steps=1000)
+  assert on_tpu.predicted_calibrated is False
+  lines = compile_report._prediction_lines(on_tpu, v5e)  # pylint: disable=protected-access
+  assert lines[-1].startswith(
+      '  (not calibrated on a v5e: the prediction was checked against steps measured on H100 '
+      'and H200 GPUs only')

@@ -52,6 +52,8 @@ class Report:
   predicted_step_s: float | None = None  # the terms one after another (see `predict`)
   predicted_floor_s: float | None = None  # the largest term alone: the roofline
   predicted_mfu: float | None = None
+  # Whether the chip's prediction was checked against measured steps (`Chip.calibrated`).
+  predicted_calibrated: bool | None = None
   train_steps: int | None = None
   predicted_hours: float | None = None  # for train_steps
   programs: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
@@ -176,7 +178,7 @@ def predict(r: Report, chip: topology_lib.Chip | None,
       r, predicted_terms_s=terms, predicted_bound=bound, predicted_step_s=step_s,
       predicted_floor_s=terms[bound],
       predicted_mfu=r.model_flops_per_chip / chip.peak_bf16_flops / step_s,
-      train_steps=train_steps,
+      predicted_calibrated=chip.calibrated, train_steps=train_steps,
       predicted_hours=step_s * train_steps / 3600 if train_steps else None)
 
 
@@ -268,4 +270,8 @@ def _prediction_lines(r: Report, chip: topology_lib.Chip | None) -> list[str]:
     lines.append('  predicted time unknown: bind TRAIN_STEPS (--gin.TRAIN_STEPS=N)')
   else:
     lines.append(f'  predicted time {r.predicted_hours:9.2f} h  for TRAIN_STEPS={r.train_steps}')
+  if not chip.calibrated:
+    lines.append(f'  (not calibrated on a {chip.name}: the prediction was checked against steps '
+                 'measured on H100 and H200 GPUs only; the HBM term is XLA\'s bytes at the '
+                 'published bandwidth, probably pessimistic on a TPU, whose fusions differ)')
   return lines

@@ -43,6 +43,10 @@ class Chip:
   # H200's from its four LongLM-large steps: the GPU default's step took 559-565 ms
   # there against 589 on an H100, where the published bandwidths predicted 19% less.
   hbm_efficiency: float = 1.0
+  # Whether crosstask.compile's prediction was checked against train steps measured on
+  # this chip (the H100 and the H200): elsewhere its HBM term is the published bandwidth
+  # over XLA's bytes, which on a TPU (other fusions) is probably pessimistic.
+  calibrated: bool = False
 
   @property
   def effective_hbm_bytes_per_s(self) -> float:
@@ -58,9 +62,10 @@ CHIPS = {
 # GPUs by the words of their jax `device_kind` ('NVIDIA H100 80GB HBM3'); most specific
 # first, so 'H100 PCIe' wins over 'H100'.
 GPUS = {
-    'H200': Chip('H200', 141, 989e12, 4.8e12, 0, 1, '', 450e9, hbm_efficiency=0.68),
+    'H200': Chip('H200', 141, 989e12, 4.8e12, 0, 1, '', 450e9, hbm_efficiency=0.68,
+                 calibrated=True),
     'H100 PCIe': Chip('H100 PCIe', 80, 756e12, 2.0e12, 0, 1, '', 64e9),
-    'H100': Chip('H100', 80, 989e12, 3.35e12, 0, 1, '', 450e9),
+    'H100': Chip('H100', 80, 989e12, 3.35e12, 0, 1, '', 450e9, calibrated=True),
     'A100': Chip('A100', 80, 312e12, 2.0e12, 0, 1, '', 300e9),
     'L40S': Chip('L40S', 48, 362e12, 864e9, 0, 1, '', 32e9),
     'L4': Chip('L4', 24, 121e12, 300e9, 0, 1, '', 32e9),
