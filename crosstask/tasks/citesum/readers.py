@@ -307,7 +307,7 @@ def read_gigaword(split: str, root: PathLike | None = None, *, on_bad_row: str =
     if not document or not headline:
       message = f"{src_path if not document else tgt_path}:{lineno}: empty line"
       if on_bad_row == "raise":
-        raise R.DataError(message + " (pass on_bad_row='skip' to skip such rows)")
+        raise R.DataError(message + R.SKIP_HINT)
       bad.add(message)
       continue
     if replace_unk:

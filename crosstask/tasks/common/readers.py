@@ -22,7 +22,10 @@ from crosstask import paths
 
 PathLike = str | os.PathLike
 ON_BAD_ROW = ("raise", "skip")
-_SKIP_HINT = " (pass on_bad_row='skip' to skip such rows)"
+# What the researcher can do: the jobs read every row (a malformed one is not dropped
+# behind their back); a reader called from Python counts and skips them on request.
+SKIP_HINT = (" (fix or remove the row; a reader called from Python skips such rows with "
+             "on_bad_row='skip')")
 
 
 DataError = paths.DataError  # Malformed data: the message names the file and line.
@@ -94,7 +97,7 @@ def _bad_rows(on_bad_row: str, bad: BadRows | None) -> BadRows:
 def _problem(message: str, on_bad_row: str, bad: BadRows) -> None:
   """Raises the located `message`, or counts it when skipping."""
   if on_bad_row == "raise":
-    raise DataError(message + _SKIP_HINT)
+    raise DataError(message + SKIP_HINT)
   bad.add(message)
 
 
