@@ -4,13 +4,17 @@ reads a split the quick start's run has."""
 import re
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 import seqio
 
+import runtime_helpers
 import runtime_subprocess
 from crosstask import paths
+from crosstask import vocabularies
+from crosstask.runtime.data import pipeline
 
 README = paths.SAMPLE_DIR.parents[2] / "README.md"
 
@@ -29,7 +33,8 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   for name in ("my_title_task", "my_mixture"):
     seqio.TaskRegistry.remove(name)
     seqio.MixtureRegistry.remove(name)
-  exec(snippet, {})  # pylint: disable=exec-used
+  module = {}
+  exec(snippet, module)  # pylint: disable=exec-used
 
   task = seqio.get_mixture_or_task("my_title_task")
   ex = next(task.get_dataset({"inputs": 32, "targets": 16}, split="validation",
@@ -42,6 +47,18 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   assert np.isclose(scores["rouge1"], 100) and np.isclose(scores["bleu"], 100, atol=1e-6)
   mixture = seqio.get_mixture_or_task("my_mixture")
   assert sorted(t.name for t in mixture.tasks) == ["csl_zh_abstract_to_title", "my_title_task"]
+  # The hook a run with a SentencePiece model calls (it once read `register(vocabulary=...)`,
+  # a name the runtime never calls): the mixture and both tasks, in that vocabulary.
+  sp = vocabularies.get(runtime_helpers.sentencepiece_model(tmp_path))
+  sys.modules["readme_tasks"] = types.SimpleNamespace(**module)
+  try:
+    pipeline.register_vocabulary("readme_tasks", sp)
+  finally:
+    del sys.modules["readme_tasks"]
+  copy = seqio.get_mixture_or_task(vocabularies.task_name("my_mixture", sp))
+  assert sorted(t.name for t in copy.tasks) == [
+      vocabularies.task_name(n, sp) for n in ("csl_zh_abstract_to_title", "my_title_task")]
+  assert all(t.output_features["targets"].vocabulary is sp for t in copy.tasks)
 
 
 @pytest.mark.slow(seconds=6)  # a process that imports TensorFlow
