@@ -66,6 +66,22 @@ def config_from_hf(hf: Mapping, *, dtype: str = "float32") -> TransformerConfig:
       decoder_start_id=hf.get("decoder_start_token_id") or 0, dtype=dtype)
 
 
+# The settings a checkpoint's weights are only right under, which tensor shapes do not
+# show (an MLP of another activation has the same shapes).
+BEHAVIOUR = ("activations", "logits_via_embedding", "relative_attention_num_buckets",
+             "relative_attention_max_distance", "layer_norm_epsilon")
+
+
+def behaviour_differences(checkpoint: TransformerConfig, model: TransformerConfig) -> list[str]:
+  """'field: checkpoint X, model Y' for each BEHAVIOUR field the two configs set apart."""
+  out = []
+  for field in BEHAVIOUR:
+    ours, theirs = getattr(model, field), getattr(checkpoint, field)
+    if tuple(ours) != tuple(theirs) if field == "activations" else ours != theirs:
+      out.append(f"{field}: the checkpoint's {theirs!r}, the model's {ours!r}")
+  return out
+
+
 def hf_config_from(config: TransformerConfig) -> dict:
   """The HF `config.json` dictionary describing `config`."""
   acts = config.activations

@@ -1,5 +1,7 @@
 """Orbax checkpoints: data position saved, half-written steps ignored, shapes checked."""
 
+import dataclasses
+import re
 import shutil
 
 import jax
@@ -148,6 +150,23 @@ def test_params_from_a_hugging_face_folder(saved, tmp_path):
                jax.device_get(params), state['params'])
   with pytest.raises(ValueError, match=r"parameter '.*' has shape"):
     checkpoints.load_params(str(folder), _trainer(d_model=64).abstract_params())
+  # The folder's config.json against the model's config: an activation of the same
+  # shapes (a UL2-style gated SiLU) or a tied output layer is refused by name; both once
+  # loaded without a word (the SiLU) or as a shape error that named matching dimensions.
+  run = run_lib.resolve(trainer.model, trainer.partitioner, batch_size=8, lengths=LENGTHS)
+  assert (run.model_config.d_model, run.model_config.activations) == (32, ('gelu', 'linear'))
+  checkpoints.load_params(str(folder), trainer.abstract_params(), (), run.model_config)
+  silu = dataclasses.replace(_config(), activations=('silu', 'linear'))
+  with pytest.raises(ValueError, match=re.escape(
+      f"{folder}: its config.json describes another model than the model gin file: "
+      "activations: the checkpoint's ('gelu', 'linear'), the model's ('silu', 'linear'). "
+      "Bind the checkpoint's settings (e.g. --gin.config.TransformerConfig.activations=...)")):
+    checkpoints.load_params(str(folder), trainer.abstract_params(), (), silu)
+  untied = dataclasses.replace(_config(), logits_via_embedding=False, layer_norm_epsilon=1e-5)
+  with pytest.raises(ValueError, match=re.escape(
+      "logits_via_embedding: the checkpoint's True, the model's False; layer_norm_epsilon: "
+      "the checkpoint's 1e-06, the model's 1e-05.")):
+    checkpoints.load_params(str(folder), trainer.abstract_params(), (), untied)
 
 
 def test_export_into_a_folder_with_files_lists_only_what_it_wrote(saved, tmp_path, capsys):

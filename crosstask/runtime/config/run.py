@@ -53,6 +53,12 @@ class Run:
             getattr(self.model, 'output_vocabulary', None))
 
   @property
+  def model_config(self) -> Any:
+    """The network's TransformerConfig (None for a model without one): what a Hugging
+    Face checkpoint's config.json must describe to be loaded into it."""
+    return getattr(getattr(self.model, 'module', None), 'config', None)
+
+  @property
   def input_shapes(self) -> dict[str, tuple[int, int]]:
     """The model's input shapes: the global batch at the converted feature lengths."""
     return {'encoder_input_tokens': (self.batch_size, self.lengths['inputs']),

@@ -25,7 +25,8 @@ def restore_params(run: run_lib.Run, cfg: checkpoints.RestoreCheckpointConfig
   """(params, their shardings, state dir) of the newest checkpoint `cfg` selects."""
   abstract, shardings = run.abstract_params()
   _, state_dir = restoring.newest_checkpoint(cfg)
-  return checkpoints.load_params(state_dir, abstract, run.vocabularies), shardings, state_dir
+  return (checkpoints.load_params(state_dir, abstract, run.vocabularies, run.model_config),
+          shardings, state_dir)
 
 
 def bucket_length(n: int, max_length: int, minimum: int = 16) -> int:

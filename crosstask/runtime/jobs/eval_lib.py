@@ -30,7 +30,8 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
   abstract_params, runner = job.inference_runner()
   results = {}
   for step, state_dir in restoring.checkpoint_dirs(job.restore_checkpoint_cfg):
-    params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies)
+    params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies,
+                                     job.run.model_config)
     if not results:  # Once a checkpoint has loaded: a failed start leaves them as they were.
       os.makedirs(job.output_dir, exist_ok=True)
       gin_utils.summarize_gin_config(job.output_dir)

@@ -40,7 +40,8 @@ def export(model: Any = gin.REQUIRED,
   run = run_lib.resolve(model, partitioner, batch_size=1, lengths={'inputs': 1, 'targets': 1},
                         pads_batch=True)
   step, state_dir = restoring.newest_checkpoint(restore_checkpoint_cfg)
-  params = checkpoints.load_params(state_dir, run.abstract_params()[0], run.vocabularies)
+  params = checkpoints.load_params(state_dir, run.abstract_params()[0], run.vocabularies,
+                                   run.model_config)
   params = multihost_utils.process_allgather(params, tiled=True)  # the global arrays
   folder = os.path.abspath(output_dir)
   if jax.process_index() == 0:

@@ -123,7 +123,8 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
     plain = _plain_task(job)  # Before the checkpoint is read: a task without one fails now.
   abstract_params, runner = job.inference_runner()
   step, state_dir = restoring.newest_checkpoint(job.restore_checkpoint_cfg)
-  params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies)
+  params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies,
+                                   job.run.model_config)
   os.makedirs(output_dir, exist_ok=True)
   gin_utils.summarize_gin_config(output_dir)
   gin_utils.write_operative_config(output_dir)

@@ -162,7 +162,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
                 f'step {latest} after {consumed} batches.')
   elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
     params = checkpoints.load_params(restore_checkpoint_cfg.path, trainer.abstract_params(),
-                                     run.vocabularies)
+                                     run.vocabularies, run.model_config)
     state = trainer.state_from_params(params)
     del params  # Donated to the state; no second copy for the run.
     console.say(f'Initialised parameters from {restore_checkpoint_cfg.path}.')

@@ -289,13 +289,25 @@ def _pieces(path: str) -> tuple[str, ...]:
   return tuple(processor.id_to_piece(i) for i in range(processor.get_piece_size()))
 
 
-def load_hf_params(path: str, abstract_params: Any) -> Any:
-  """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed."""
+def load_hf_params(path: str, abstract_params: Any, model_config: Any = None) -> Any:
+  """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed.
+
+  Where `model_config` (the model's TransformerConfig) is given, a config.json that
+  describes another activation, output layer or position buckets is refused: those
+  weights would load, shapes and all, into a model that computes something else.
+  """
   from crosstask.models import hf_import
   try:
     config, params = hf_import.load_hf_checkpoint(path)
   except ValueError as e:  # a config field or tensor the folder lacks or has of another shape
     raise faults.CheckpointMismatchError(str(e)) from e
+  differences = hf_import.behaviour_differences(config, model_config) if model_config else []
+  if differences:
+    raise faults.CheckpointMismatchError(
+        f'{path}: its config.json describes another model than the model gin file: '
+        f'{"; ".join(differences)}. Bind the checkpoint\'s settings (e.g. '
+        f'--gin.config.TransformerConfig.{differences[0].split(":")[0]}=...) or use the '
+        'model gin file of the model it was trained as.')
   params = layer_stacking.to_layout(params, layer_stacking.layout(abstract_params))
   try:
     _compare_shapes(_flat(params), _flat(abstract_params), path)
@@ -317,8 +329,8 @@ def _place(abstract: Any, host_tree: Any) -> Any:
   return jax.tree.map(place, abstract, host_tree)
 
 
-def load_params(path: str, abstract_params: Any, model_vocabularies: Sequence[Any] = ()
-                ) -> Any:
+def load_params(path: str, abstract_params: Any, model_vocabularies: Sequence[Any] = (),
+                model_config: Any = None) -> Any:
   """Only the parameters of a checkpoint, placed like `abstract_params` (shape-checked).
 
   `path` is an orbax checkpoint (a step, a model directory, or a 'state' item)
@@ -326,11 +338,12 @@ def load_params(path: str, abstract_params: Any, model_vocabularies: Sequence[An
   stacks load whichever way they were saved: scanned (`layers`) or unscanned
   (`layers_0 ..`) parameters are converted to the layout of `abstract_params`.
   The vocabulary the checkpoint was trained with must be each of `model_vocabularies`
-  (the model's, `Run.vocabularies`), where the checkpoint says (`check_vocabulary`).
+  (the model's, `Run.vocabularies`), where the checkpoint says (`check_vocabulary`);
+  a Hugging Face folder's config.json must describe `model_config` (`Run.model_config`).
   """
   if os.path.isdir(path) and is_hf_checkpoint(path):
     check_vocabulary(path, model_vocabularies)
-    return load_hf_params(path, abstract_params)
+    return load_hf_params(path, abstract_params, model_config)
   state_dir = resolve_state_dir(path)
   check_vocabulary(state_dir, model_vocabularies)
   meta = ocp.StandardCheckpointer().metadata(state_dir)
