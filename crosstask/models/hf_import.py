@@ -77,7 +77,9 @@ def behaviour_differences(checkpoint: TransformerConfig, model: TransformerConfi
   out = []
   for field in BEHAVIOUR:
     ours, theirs = getattr(model, field), getattr(checkpoint, field)
-    if tuple(ours) != tuple(theirs) if field == "activations" else ours != theirs:
+    if field == "activations":  # a gin list and a config tuple of the same names agree
+      ours, theirs = tuple(ours), tuple(theirs)
+    if ours != theirs:
       out.append(f"{field}: the checkpoint's {theirs!r}, the model's {ours!r}")
   return out
 

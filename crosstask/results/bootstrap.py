@@ -5,8 +5,8 @@ examples (with replacement, a fixed seed so tables are reproducible) and
 recomputing the task's own metric functions shows how much of it is luck of the
 draw. A metric that is a mean over examples (accuracy, EM, ROUGE) is resampled
 from its per-example values; any other (macro-F1, corpus BLEU) is recomputed on
-every resample, of which a large set takes fewer (`recomputed_resamples`). Several seeds of one configuration get the t interval of their
-mean instead. A benchmark aggregate (a mean or weighted sum of task scores) is
+every resample, of which a large set takes fewer (`recomputed_resamples`). Several
+seeds of one configuration get the t interval of their mean instead. A benchmark aggregate (a mean or weighted sum of task scores) is
 resampled jointly: each member task's examples independently, the aggregate
 recomputed from the members' values on each draw. Pure numpy and scipy: no task
 or framework is imported here.

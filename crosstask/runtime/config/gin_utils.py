@@ -172,9 +172,9 @@ _NO_CONFIGURABLE = re.compile(r"No configurable matching '([\w.]+)'")
 def _parameter_hint(message: str) -> str:
   """The close names where gin says a configurable, or a configurable's parameter, does
   not exist (gin names neither what was meant nor what there is)."""
+  registry = gin.config._REGISTRY  # pylint: disable=protected-access
   unknown = _NO_CONFIGURABLE.search(message)
   if unknown:
-    registry = gin.config._REGISTRY  # pylint: disable=protected-access
     known = sorted(selector for selector, _ in registry.items())
     close = difflib.get_close_matches(unknown[1], known, n=3, cutoff=0.6)
     return f"\nDid you mean {' or '.join(close)}?" if close else ''
@@ -183,7 +183,7 @@ def _parameter_hint(message: str) -> str:
     return ''
   selector, name = found.groups()
   try:
-    wrapped = gin.config._REGISTRY.get_match(selector).wrapped  # pylint: disable=protected-access
+    wrapped = registry.get_match(selector).wrapped
     parameters = [p for p in inspect.signature(wrapped).parameters
                   if p not in ('self', 'args', 'kwargs')]
   except (AttributeError, KeyError, TypeError, ValueError):
