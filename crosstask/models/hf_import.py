@@ -72,15 +72,16 @@ BEHAVIOUR = ("activations", "logits_via_embedding", "relative_attention_num_buck
              "relative_attention_max_distance", "layer_norm_epsilon")
 
 
-def behaviour_differences(checkpoint: TransformerConfig, model: TransformerConfig) -> list[str]:
-  """'field: checkpoint X, model Y' for each BEHAVIOUR field the two configs set apart."""
-  out = []
+def behaviour_differences(checkpoint: TransformerConfig, model: TransformerConfig
+                          ) -> dict[str, tuple[Any, Any]]:
+  """{field: (the checkpoint's value, the model's)} for each BEHAVIOUR field they set apart."""
+  out = {}
   for field in BEHAVIOUR:
     ours, theirs = getattr(model, field), getattr(checkpoint, field)
     if field == "activations":  # a gin list and a config tuple of the same names agree
       ours, theirs = tuple(ours), tuple(theirs)
     if ours != theirs:
-      out.append(f"{field}: the checkpoint's {theirs!r}, the model's {ours!r}")
+      out[field] = (theirs, ours)
   return out
 
 

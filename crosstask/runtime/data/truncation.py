@@ -62,6 +62,6 @@ def _read_from(tokens: list[int], trimmed: Any) -> bool:
   """Whether the feature's (trimmed) ids begin as the text's tokens do, its EOS aside."""
   if trimmed is None:
     return False
-  head = [int(t) for t in trimmed][:-1] or [int(t) for t in trimmed]
-  head = head[:len(tokens)]
+  ids = [int(t) for t in trimmed]
+  head = (ids[:-1] or ids)[:len(tokens)]
   return head == tokens[:len(head)]

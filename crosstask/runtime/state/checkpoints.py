@@ -293,20 +293,23 @@ def load_hf_params(path: str, abstract_params: Any, model_config: Any = None) ->
   """Parameters of a Hugging Face T5-family folder (config.json + safetensors), placed.
 
   Where `model_config` (the model's TransformerConfig) is given, a config.json that
-  describes another activation, output layer or position buckets is refused: those
-  weights would load, shapes and all, into a model that computes something else.
+  describes another activation, output layer, position buckets or norm epsilon
+  (`hf_import.BEHAVIOUR`) is refused: those weights would load, shapes and all, into a
+  model that computes something else.
   """
   from crosstask.models import hf_import
   try:
     config, params = hf_import.load_hf_checkpoint(path)
   except ValueError as e:  # a config field or tensor the folder lacks or has of another shape
     raise faults.CheckpointMismatchError(str(e)) from e
-  differences = hf_import.behaviour_differences(config, model_config) if model_config else []
+  differences = hf_import.behaviour_differences(config, model_config) if model_config else {}
   if differences:
+    listed = '; '.join(f"{field}: the checkpoint's {theirs!r}, the model's {ours!r}"
+                       for field, (theirs, ours) in differences.items())
     raise faults.CheckpointMismatchError(
         f'{path}: its config.json describes another model than the model gin file: '
-        f'{"; ".join(differences)}. Bind the checkpoint\'s settings (e.g. '
-        f'--gin.config.TransformerConfig.{differences[0].split(":")[0]}=...) or use the '
+        f'{listed}. Bind the checkpoint\'s settings (e.g. '
+        f'--gin.config.TransformerConfig.{next(iter(differences))}=...) or use the '
         'model gin file of the model it was trained as.')
   params = layer_stacking.to_layout(params, layer_stacking.layout(abstract_params))
   try:
