@@ -276,3 +276,45 @@ def test_without_seqio_the_model_vocabulary_the_task_and_its_fingerprint_are_seq
                                                   vocabularies.get(sample_sentencepiece))
   assert res.stdout.split() == [registered, tasks.csl_task(*FIELDS).name,
                                 fingerprint.fingerprint(seqio.get_mixture_or_task(registered))]
+
+
+def test_num_examples_never_cuts_a_rank_question(tmp_path):
+  # LOT ClozeT as rank classification: one example per (story, candidate), two a story.
+  # NUM_EXAMPLES=1 or 3 would score a story by one of its candidates, which is right or
+  # wrong by which one comes first; each count ends on a whole question instead: the eval
+  # job's label, the rows it scores and logs, its metric (infer takes `first_examples` too).
+  (name,) = factory.register_for_vocabulary(['lot_zh_clozet_rank'],
+                                            vocabularies.get(vocabularies.BYTES))
+  cfg = pipeline.DatasetConfig(name, {'inputs': 160, 'targets': 20}, 'validation', 8, False, 0,
+                               module='crosstask.tasks.lot')
+  model = model_lib.EncoderDecoderModel(Transformer(CFG), *[types.SimpleNamespace(
+      eos_id=1, vocab_size=CFG.vocab_size)] * 2)
+  boxed = numpy_params.random_variables(Transformer(CFG), np.ones((1, 160), np.int32),
+                                        np.ones((1, 20), np.int32), seed=1)['params']
+  partitioner = partitioning.Partitioner(devices=jax.devices()[:1])
+  runner = inference.Inference(model, partitioner, partitioner.logical_to_sharding(boxed),
+                               batch_size=8)
+  got = {}
+  with paths.use_data_dir(paths.SAMPLE_DIR):  # two stories in validation: four examples
+    for limit in (1, 2, 3):
+      evaluator = evaluation.Evaluator(cfg, str(tmp_path / str(limit)), num_examples=limit)
+      metrics = evaluator.evaluate(runner, nn.unbox(boxed), 0)[name]
+      (log,) = (tmp_path / str(limit)).glob(f'first_*/{name}-000000.jsonl')
+      got[limit] = (evaluator.splits[name], log.parent.name, len(log.read_text().splitlines()),
+                    metrics['accuracy'])
+  assert [got[n][:3] for n in (1, 2, 3)] == [('validation[:2]', 'first_2', 2),
+                                             ('validation[:2]', 'first_2', 2),
+                                             ('validation', 'first_4', 4)]
+  assert got[1][3] == got[2][3] in (0.0, 100.0)  # one story, answered right or wrong
+  assert got[3][3] in (0.0, 50.0, 100.0)
+
+
+def test_first_examples_takes_a_rank_questions_options_whole():
+  rows = [{'rank_question': q} for q in (b'0', b'0', b'0', b'1', b'1', b'2')]
+  taken = {n: (len(pipeline.first_examples(iter(rows), n)[0]),
+               pipeline.first_examples(iter(rows), n)[1]) for n in range(1, 7)}
+  assert taken == {1: (3, True), 2: (3, True), 3: (3, True), 4: (5, True), 5: (5, True),
+                   6: (6, False)}
+  plain = [{'inputs': str(i)} for i in range(5)]  # no question: the first n exactly
+  assert pipeline.first_examples(plain, 2) == (plain[:2], True)
+  assert pipeline.first_examples(plain, 5) == (plain, False)

@@ -7,7 +7,7 @@ vocabulary all the same, and `plain_task` gives a task module's SeqIO-free form.
 
 import dataclasses
 import difflib
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import gin
 import jax
@@ -52,10 +52,24 @@ def import_tasks(module: str | Sequence[str] | None = None) -> None:
           "'crosstask.tasks.all'") from None
 
 
-def holds_past(ds: Any, count: int) -> bool:
-  """Whether the tf.data dataset `ds` holds an element past its first `count`: a split
-  of exactly NUM_EXAMPLES examples is read whole, and labelled so (`records.subset_split`)."""
-  return any(True for _ in ds.skip(count).take(1))
+def first_examples(examples: Iterable[Mapping], count: int) -> tuple[list, bool]:
+  """The first `count` of a split's `examples` (NUM_EXAMPLES), and whether it holds more:
+  a split of exactly `count` is read whole, and labelled so (`records.subset_split`).
+
+  A rank classification task's examples are (question, option) pairs, each naming its
+  question (`rank_question`, `tasks.common.rank`): the last question's remaining options
+  are taken too, or a subset would answer that question among some of its options only.
+  """
+  taken = []
+  for example in examples:
+    if len(taken) >= count and not _same_question(example, taken[-1]):
+      return taken, True
+    taken.append(example)
+  return taken, False
+
+
+def _same_question(a: Mapping, b: Mapping) -> bool:
+  return 'rank_question' in a and 'rank_question' in b and a['rank_question'] == b['rank_question']
 
 
 def module_names(module: str | Sequence[str] | None) -> list[str]:

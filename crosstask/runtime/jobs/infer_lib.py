@@ -70,13 +70,14 @@ class Predictions(NamedTuple):
 def plain_predictions(runner: inference.Inference, params: Any, task: Any, vocabulary: Any,
                       split: str, lengths: Mapping[str, int],
                       num_examples: int | None = None) -> Predictions:
-  """The job without SeqIO up to its output: the first `num_examples` (None or 0: all)
-  examples of `task`'s `split` (a `PlainTask`), tokenized with `vocabulary` at
+  """The job without SeqIO up to its output: the first `num_examples` (None or 0: all;
+  never part of a rank question, `data.first_examples`) examples of `task`'s `split` (a `PlainTask`), tokenized with `vocabulary` at
   `lengths`, decoded by `runner` with `params` and detokenized."""
-  # One example past the limit, read and dropped, tells a subset from the whole split.
-  examples = task.examples(split, num_examples + 1 if num_examples else None)
-  whole = not num_examples or len(examples) <= num_examples
-  examples = examples[:num_examples or None]
+  if num_examples:
+    examples, more = data.first_examples(task.iter_examples(split), num_examples)
+  else:
+    examples, more = task.examples(split), False
+  whole = not more
   features = host_inputs.features(examples, vocabulary, lengths)
   tokens, aux = runner.predict_batches(params, host_inputs.batches(features, runner.batch_size))
   return Predictions(examples, features, tokens, aux['scores'],
@@ -141,8 +142,8 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
         shuffle=False, num_epochs=1, use_cached=dataset_cfg.use_cached)
     whole = True
     if job.num_examples:
-      whole = not data.holds_past(task_ds, job.num_examples)
-      task_ds = task_ds.take(job.num_examples)
+      taken, more = data.first_examples(task_ds.as_numpy_iterator(), job.num_examples)
+      task_ds, whole = task_ds.take(len(taken)), not more
     # Read and preprocessed once: predicting, scoring and writing the texts each pass over it.
     task_ds = task_ds.cache()
     model_ds = tracing.without_autograph(

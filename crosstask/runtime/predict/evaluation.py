@@ -51,12 +51,20 @@ def _scalar(v: Any) -> float | None:
   return float(arr) if arr.ndim == 0 else None
 
 
-def _holds_more(task: Any, cfg: data.DatasetConfig, count: int) -> bool:
-  """Whether `task`'s split holds an example past its first `count` (preprocessed as the
-  evaluator reads them): a split of exactly NUM_EXAMPLES is the whole split."""
-  return data.holds_past(tracing.without_autograph(
-      task.get_dataset, dict(cfg.task_feature_lengths), split=cfg.split, shuffle=False,
-      num_epochs=1, use_cached=cfg.use_cached, seed=cfg.seed), count)
+def _subsets(cfg: data.DatasetConfig, num_examples: int) -> dict[str, tuple[int, bool]]:
+  """{task: (how many of its examples to read, whether that is its whole split)} for
+  NUM_EXAMPLES, per task of the mixture as `data.first_examples` takes them (preprocessed
+  as the evaluator reads them): a rank task's count ends on a whole question."""
+  import seqio
+  subsets = {}
+  for task in seqio.evaluation.get_valid_eval_tasks(
+      seqio.get_subtasks(data.get_mixture_or_task(cfg.mixture_or_task_name)), cfg.split):
+    ds = tracing.without_autograph(
+        task.get_dataset, dict(cfg.task_feature_lengths), split=cfg.split, shuffle=False,
+        num_epochs=1, use_cached=cfg.use_cached, seed=cfg.seed)
+    taken, more = data.first_examples(ds.as_numpy_iterator(), num_examples)
+    subsets[task.name] = (len(taken), not more)
+  return subsets
 
 
 class Evaluator:
@@ -70,48 +78,56 @@ class Evaluator:
     data.check_split(task, cfg.split)
     self.output_dir = output_dir
     self.writer = writer
-    # A subset's inference logs (`<task>-<step>.jsonl`) go to a folder of their own, so
-    # they never overwrite the whole split's; its records go to `output_dir` as others'.
-    log_dir = (os.path.join(output_dir, records.subset_log_dir(num_examples)) if num_examples
-               else output_dir)
-    self._log_dir = log_dir  # Made at the first evaluation: a failed start leaves no folder.
-    self._evaluator = tracing.without_autograph(
-        seqio.Evaluator,
-        mixture_or_task_name=cfg.mixture_or_task_name,
-        feature_converter=data.feature_converter(pack=False),
-        eval_split=cfg.split,
-        use_cached=cfg.use_cached,
-        seed=cfg.seed,
-        sequence_length=dict(cfg.task_feature_lengths),
-        num_examples=num_examples,
-        logger_cls=(seqio.JSONLogger,),
-        log_dir=log_dir,
-        async_compute_metrics=False)
+    # The whole split: one seqio.Evaluator for the mixture. NUM_EXAMPLES: one per task, as
+    # each task's count differs where it ends on a whole rank question (`_subsets`).
+    # A subset's inference logs (`<task>-<step>.jsonl`) go to a folder of their own,
+    # `first_<count>/`, so they never overwrite the whole split's; its records go to
+    # `output_dir` as others'.
+    parts = (_subsets(cfg, num_examples) if num_examples
+             else {cfg.mixture_or_task_name: (None, True)})
+    self._log_dirs = []  # Made at the first evaluation: a failed start leaves no folder.
+    self._evaluators = []
     self.splits = {}  # Each task's split label: 'validation[:N]' for a subset.
-    for task in self._evaluator.eval_tasks:
-      cached = self._evaluator.cached_task_datasets[task.name]
-      if not has_labels(cached.as_numpy_iterator()):
-        raise ValueError(f"task {task.name!r} split {cfg.split!r} carries no labels: there is "
-                         "nothing to evaluate. Run crosstask.infer on it for predictions (a "
-                         "test split's go to its leaderboard)")
-      count = sum(1 for _ in cached) if num_examples else 0
-      whole = not num_examples or count < num_examples or not _holds_more(task, cfg, count)
-      self.splits[task.name] = records.subset_split(cfg.split, count, whole=whole)
-      for cut in truncation.cuts(cached.as_numpy_iterator(), task.output_features,
-                                 cfg.task_feature_lengths):
-        console.warn(cut.describe(task.name, self.splits[task.name]))
-    self.fingerprints = {t.name: fingerprint.fingerprint(t) for t in self._evaluator.eval_tasks}
+    for name, (count, whole) in parts.items():
+      log_dir = os.path.join(output_dir, records.subset_log_dir(count)) if count else output_dir
+      self._log_dirs.append(log_dir)
+      self._evaluators.append(tracing.without_autograph(
+          seqio.Evaluator,
+          mixture_or_task_name=name,
+          feature_converter=data.feature_converter(pack=False),
+          eval_split=cfg.split,
+          use_cached=cfg.use_cached,
+          seed=cfg.seed,
+          sequence_length=dict(cfg.task_feature_lengths),
+          num_examples=count,
+          logger_cls=(seqio.JSONLogger,),
+          log_dir=log_dir,
+          async_compute_metrics=False))
+      for task in self._evaluators[-1].eval_tasks:
+        cached = self._evaluators[-1].cached_task_datasets[task.name]
+        if not has_labels(cached.as_numpy_iterator()):
+          raise ValueError(f"task {task.name!r} split {cfg.split!r} carries no labels: there "
+                           "is nothing to evaluate. Run crosstask.infer on it for predictions "
+                           "(a test split's go to its leaderboard)")
+        self.splits[task.name] = records.subset_split(cfg.split, count or 0, whole=whole)
+        for cut in truncation.cuts(cached.as_numpy_iterator(), task.output_features,
+                                   cfg.task_feature_lengths):
+          console.warn(cut.describe(task.name, self.splits[task.name]))
+    self.fingerprints = {t.name: fingerprint.fingerprint(t)
+                         for e in self._evaluators for t in e.eval_tasks}
 
   @property
   def has_tasks(self) -> bool:
-    return bool(self._evaluator.eval_tasks)
+    return any(e.eval_tasks for e in self._evaluators)
 
   def evaluate(self, runner: inference.Inference, params: Any, step: int) -> dict[str, dict]:
     """Per-task metrics (name -> float) at `step`, also written to disk."""
-    os.makedirs(self._log_dir, exist_ok=True)
-    future, _ = self._evaluator.evaluate(compute_metrics=True, step=int(step),
-                                         **runner.model_fns(params))
-    all_metrics = future.result() or {}
+    all_metrics = {}
+    for evaluator, log_dir in zip(self._evaluators, self._log_dirs):
+      os.makedirs(log_dir, exist_ok=True)
+      future, _ = evaluator.evaluate(compute_metrics=True, step=int(step),
+                                     **runner.model_fns(params))
+      all_metrics.update(future.result() or {})
     out = {}
     for task, metrics in all_metrics.items():
       out[task] = {k: s for k, v in metrics.items() if (s := _scalar(v)) is not None}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from crosstask.tasks.common import layout
 from crosstask.tasks.common import sources
@@ -77,8 +77,11 @@ class PlainTask:
     """The split's examples as the SeqIO source lays them out: {"inputs", "targets", ...};
     the first `limit` only (None: all), as the job's `num_examples` takes them, so a
     job over a few examples does not lay out the whole split."""
-    return [self.to_example(record)
-            for record in itertools.islice(self.read_split(split), limit)]
+    return list(itertools.islice(self.iter_examples(split), limit))
+
+  def iter_examples(self, split: str) -> Iterator[dict[str, str]]:
+    """The split's examples one at a time, laid out as `examples` lays them out."""
+    return map(self.to_example, self.read_split(split))
 
   def score(self, examples: Sequence[dict[str, str]], predictions: Sequence[str]) -> dict:
     """The task's metrics of `predictions` (decoded text), as seqio.Evaluator computes
