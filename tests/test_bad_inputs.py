@@ -349,6 +349,26 @@ def _task_module_missing_a_dependency():
     sys.path.remove(str(folder))
 
 
+def _user_module(module: str, text: str):
+  """Imports the user's task module `module` (its `text`) as MIXTURE_OR_TASK_MODULE."""
+  import sys
+  folder = scratch('task_modules')
+  keep(folder / f'{module}.py', text)
+  sys.path.insert(0, str(folder))
+  try:
+    _runtime_tasks().import_tasks(module)
+  finally:
+    sys.path.remove(str(folder))
+
+
+_MIXTURE_OF_A_TYPO = ('import seqio\nimport runtime_helpers\n\n'
+                      'seqio.MixtureRegistry.add(\n'
+                      '    "crosstask_test_mix", ["runtime_copy", "runtime_cpoy"], default_rate=1.0)\n')
+_TASK_TWICE = ('import seqio\nimport runtime_helpers\n\n'
+               'seqio.MixtureRegistry.add("crosstask_test_twice", ["runtime_copy"], default_rate=1)\n'
+               'seqio.MixtureRegistry.add("crosstask_test_twice", ["runtime_copy"], default_rate=1)\n')
+
+
 def _lengths_without_targets():
   from crosstask.runtime.config import run as run_lib
   from crosstask.runtime.sharding import partitioning
@@ -366,19 +386,28 @@ add_cases([
      TaskConfigError, r"Task 'runtime_copy' has no split 'test'"),
     ('task-module-missing-a-dependency', _task_module_missing_a_dependency,
      ModuleNotFoundError, r"No module named 'no_such_dependency_xyz'"),
+    ('mixture-of-an-unregistered-task',
+     lambda: _user_module('crosstask_test_user_mixture', _MIXTURE_OF_A_TYPO), TaskConfigError,
+     r"crosstask_test_user_mixture\.py:4: MIXTURE_OR_TASK_MODULE 'crosstask_test_user_mixture' "
+     r"names 'runtime_cpoy' in a mixture, and no task or mixture of that name is registered\. "
+     r"Did you mean: runtime_copy"),
+    ('a-name-registered-twice',
+     lambda: _user_module('crosstask_test_user_twice', _TASK_TWICE), TaskConfigError,
+     r"crosstask_test_user_twice\.py:5: .* registers 'crosstask_test_twice', a name already "
+     r"registered"),
     ('unknown-task-module', lambda: _runtime_tasks().import_tasks('crosstask.tasks.nope'),
      TaskConfigError, r"MIXTURE_OR_TASK_MODULE names 'crosstask\.tasks\.nope', which is not a "
      r"module importable from here \(No module named 'crosstask\.tasks\.nope'\); a module of "
      r"your own .* add that folder to PYTHONPATH"),
     ('vocab-bigger-than-embedding', _vocab_too_big,
-     ValueError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
+     TaskConfigError, r"input vocabulary has 259 ids but the model's embedding table has only 128"),
     ('run-on-a-missing-split', _run_on_a_missing_split, TaskConfigError,
      r"Task 'runtime_copy' has no split 'tran'; it has \['train', 'validation'\]"),
     ('lengths-without-targets', _lengths_without_targets, ValueError,
      r"TASK_FEATURE_LENGTHS=\{'inputs': 8\}: no positive length for \['targets'\]; an "
      r"encoder-decoder run needs both"),
     ('task-vocab-differs-from-model', _vocab_differs,
-     ValueError, r"Task 'runtime_copy' feature 'inputs' is tokenized with bytes \(259 ids\), "
+     TaskConfigError, r"Task 'runtime_copy' feature 'inputs' is tokenized with bytes \(259 ids\), "
                  r"but the model's input vocabulary is bytes \(263 ids, 4 sentinels\)"),
 ])
 

@@ -7,6 +7,9 @@ vocabulary all the same, and `plain_task` gives a task module's SeqIO-free form.
 
 import dataclasses
 import difflib
+import os
+import re
+import traceback
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import gin
@@ -50,6 +53,44 @@ def import_tasks(module: str | Sequence[str] | None = None) -> None:
           "the folder that holds it or add that folder to PYTHONPATH. crosstask's are "
           "'crosstask.tasks.<benchmark>' (csl, citesum, clue, lot, scirepeval, xbench) and "
           "'crosstask.tasks.all'") from None
+    except ValueError as e:
+      problem = _registry_problem(e, name)
+      if problem is None:
+        raise  # the module's own mistake: its traceback says where
+      raise TaskConfigError(problem) from None
+
+
+_UNREGISTERED = re.compile(r'Provider name not registered: (?P<name>\S+)')
+_DUPLICATE = re.compile(r'Attempting to register duplicate provider: (?P<name>\S+)')
+
+
+def _registry_problem(error: ValueError, module: str) -> str | None:
+  """SeqIO's registry refusal while `module` registers tasks, as one line at the module's
+  own line (a mixture naming a task not registered, a name registered twice); None for
+  any other error."""
+  import seqio
+  seqio_dir = os.path.dirname(seqio.__file__)
+  frames = [f for f in traceback.extract_tb(error.__traceback__)
+            if not f.filename.startswith(('<', seqio_dir)) and f.filename != __file__]
+  where = f'{frames[-1].filename}:{frames[-1].lineno}: ' if frames else ''
+  if missing := _UNREGISTERED.fullmatch(str(error)):
+    return (f"{where}MIXTURE_OR_TASK_MODULE {module!r} names {missing['name']!r} in a "
+            f"mixture, and no task or mixture of that name is registered.{_close(missing['name'])}"
+            " A mixture's tasks are registered before it: import their module first "
+            "(crosstask's: 'crosstask.tasks.<benchmark>').")
+  if twice := _DUPLICATE.fullmatch(str(error)):
+    return (f"{where}MIXTURE_OR_TASK_MODULE {module!r} registers {twice['name']!r}, a name "
+            "already registered: SeqIO's names are one a process. Give the new task or "
+            "mixture a name of its own.")
+  return None
+
+
+def _close(name: str) -> str:
+  """' Did you mean: ...?' for the registered names close to `name`, else ''."""
+  import seqio
+  known = sorted(set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()))
+  close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+  return f' Did you mean: {", ".join(close)}?' if close else ''
 
 
 def first_examples(examples: Iterable[Mapping], count: int) -> tuple[list, bool]:
@@ -78,8 +119,10 @@ def module_names(module: str | Sequence[str] | None) -> list[str]:
 
 
 class TaskConfigError(ValueError):
-  """A task, mixture or split the configuration names that does not exist: a mistake in
-  the command line or gin file, which the entry points print as one line (exit 2)."""
+  """A task, mixture, split or module the configuration names that does not exist or does
+  not register (a mixture of unknown tasks), or a task the model's vocabulary or embedding
+  table cannot read: a mistake in the command line, gin file or task module, which the
+  entry points print as one line (exit 2)."""
 
 
 def get_mixture_or_task(name: str):
@@ -88,12 +131,10 @@ def get_mixture_or_task(name: str):
   try:
     return seqio.get_mixture_or_task(name)
   except ValueError:
-    known = sorted(set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()))
-    close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
-    hint = f' Did you mean: {", ".join(close)}?' if close else ''
+    known = set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names())
     raise TaskConfigError(
         f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
-        f"DatasetConfig.mixture_or_task_name).{hint} {len(known)} are registered; "
+        f"DatasetConfig.mixture_or_task_name).{_close(name)} {len(known)} are registered; "
         "the module that registers it goes in MIXTURE_OR_TASK_MODULE (e.g. "
         "'crosstask.tasks.<benchmark>', or 'crosstask.tasks.all' for every benchmark)."
     ) from None
@@ -129,7 +170,7 @@ def check_vocabulary_fits(model, task_or_mixture=None) -> None:
     for key, feature in task.output_features.items():
       ours = model_vocabs.get(key)
       if ours is not None and feature.vocabulary != ours:
-        raise ValueError(
+        raise TaskConfigError(
             f"Task '{task.name}' feature '{key}' is tokenized with "
             f"{vocabularies.describe(feature.vocabulary)}, but the model's "
             f"{'input' if key == 'inputs' else 'output'} vocabulary is "
@@ -150,7 +191,10 @@ def check_vocabulary_fits(model, task_or_mixture=None) -> None:
   for what, vocab in vocabs:
     size = getattr(vocab, 'vocab_size', None)
     if size is not None:
-      vocabularies.embedding_check(int(size), int(rows), what)
+      try:
+        vocabularies.embedding_check(int(size), int(rows), what)
+      except ValueError as e:
+        raise TaskConfigError(str(e)) from None
 
 
 def task_for_model(model, cfg: DatasetConfig) -> str:
