@@ -183,6 +183,18 @@ def by_step(records: Iterable[Record], metric: str) -> dict[int, list[float]]:
   return dict(sorted(out.items()))
 
 
+def recorded(path: str | os.PathLike, record: Record) -> Record | None:
+  """The line of the metrics.jsonl at `path` (a file or folder) that already says what
+  `record` says: the last record of its task, step and split, where it is `record` but for
+  its place. None where there is none, or it says otherwise (a metric fixed since)."""
+  file = metrics_file(path)
+  if not file.is_file():
+    return None
+  key = (record.task, record.step, record.split)
+  last = next((r for r in reversed(read(file)) if (r.task, r.step, r.split) == key), None)
+  return last if last is not None and last.to_json() == record.to_json() else None
+
+
 def append(path: str | os.PathLike, records: Iterable[Record]) -> pathlib.Path:
   """Appends `records` to a metrics.jsonl (or the one in a folder); returns the file."""
   file = metrics_file(path)

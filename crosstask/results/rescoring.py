@@ -414,7 +414,9 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
                output_dir: str | os.PathLike | None = None,
                module: str | Sequence[str] | None = None, vocabulary: str | None = None,
                resamples: int = bootstrap.RESAMPLES) -> records.Record:
-  """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`.
+  """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`
+  (beside the file by default), unless its last record of the task, step and split says
+  the same already (`records.recorded`): a rerun adds no duplicate line.
 
   The task is looked up in `module` where given, else in the modules the config of the run
   that wrote the file names (`import_run_modules`).
@@ -444,8 +446,11 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
   record = records.Record(int(step), task.name, scores, print_fingerprint,
                           source=f"score:{pathlib.Path(path).name}", split=inferences.split,
                           ci95=ci95)
-  records.append(pathlib.Path(output_dir) if output_dir else pathlib.Path(path).parent,
-                 [record])
+  destination = pathlib.Path(output_dir) if output_dir else pathlib.Path(path).parent
+  if (same := records.recorded(destination, record)) is not None:
+    print(f"note: {same.where} already records these numbers; nothing appended")
+  else:
+    records.append(destination, [record])
   return record
 
 

@@ -41,9 +41,17 @@ def test_cmrc_answers_map_back_to_the_passage(sample_root, tmp_path):
   assert rec.source == "score:clue_cmrc2018-validation.jsonl" and n >= 2
   (written,) = records.read(tmp_path)
   assert written.metrics == rec.metrics and written.fingerprint == rec.fingerprint
-  # An answer found nowhere in the passage scores nothing.
+  # Scored again: the same numbers, already on record, are not appended twice.
+  assert rescoring.score_file(path) == rec and len(records.read(tmp_path)) == 1
+  # An answer found nowhere in the passage scores nothing; that record is new, and scoring
+  # the first predictions again after it is new again (the last line is what counts).
+  (tmp_path / "right.txt").write_bytes(path.read_bytes())
   _write_inferences(path, "clue_cmrc2018", "validation", lambda ex: "不在文中的回答")
   assert rescoring.score_file(path, output_dir=tmp_path / "o").metrics["em"] == 0.0
+  assert rescoring.score_file(path).metrics["em"] == 0.0
+  path.write_bytes((tmp_path / "right.txt").read_bytes())
+  rescoring.score_file(path)
+  assert [r.metrics["em"] for r in records.read(tmp_path)] == [100.0, 0.0, 100.0]
 
 
 def test_rank_classification_is_scored_from_target_scores(sample_root, tmp_path):
