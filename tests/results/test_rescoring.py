@@ -143,7 +143,8 @@ def test_cli_errors_name_the_problem(sample_root, tmp_path, capsys):
   out = capsys.readouterr().out
   assert f"skipped {seqio_metrics}: metrics, not predictions" in out
   assert f"skipped {metrics}: metrics" in out and "csl_zh_title_to_category step 7" in out
-  assert len(records.read(tmp_path)) == 2  # the earlier score's and this one's
+  assert f"note: {metrics}:1 already records these numbers; nothing appended" in out
+  assert len(records.read(tmp_path)) == 1  # the earlier score's, which said the same
   assert cli.main([str(past), str(past), "--task", "csl_zh_title_to_category"]) == 2
   assert "--task/--split name one file's task" in capsys.readouterr().err
   # A misspelt --task names the close registered ones.
