@@ -230,7 +230,7 @@ def results_table(model_dir: pathlib.Path, baseline_dir: pathlib.Path, steps: in
   """The results table (crosstask.results) of the trained model and the baseline."""
   from crosstask.results import table  # pylint: disable=g-import-not-at-top
   result = table.build([model_dir, baseline_dir], all_metrics=True, paper="none",
-                       tasks=rf"^{TRAIN_TASK}(\.\w+)?$")  # any vocabulary's name
+                       tasks=rf"^{TRAIN_TASK}$")  # its column, any vocabulary's copy
   labels = {"model": f"tiny T5 ({steps} steps)", "baseline": "majority class (train)"}
   for row in result.rows:
     row.label = labels.get(row.label, row.label)

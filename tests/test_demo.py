@@ -40,7 +40,7 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   header = re.search(r"^\| run \| model \| seeds \| (.+) \|$", out, re.M)
   assert header, out[-3000:]
   columns = header[1].split(" | ")
-  assert all(c.startswith(f"{TASK} ") for c in columns)
+  assert all(c.startswith(f"{BASE_TASK} ") for c in columns)  # the task, any vocabulary's
   assert {c.split()[1] for c in columns} == {"accuracy", "macro_f1"}
   model = re.search(r"^\| tiny T5 \(300 steps\) \| T5 d64 2\+2L \| 0 \| (.+) \|$", out, re.M)
   # A baseline is no model's seed: "-", as a paper's row.
@@ -59,7 +59,7 @@ def test_demo_ends_with_a_table_where_the_model_interval_is_above_its_baseline(t
   # The model's numbers are the ones its training-time evaluation recorded.
   (record,) = records.read(tmp_path / "model" / "inference_eval")
   assert record.step == 300 and record.task == TASK
-  assert f"The trained model beats the baseline on: {TASK} accuracy" in out
+  assert f"The trained model beats the baseline on: {BASE_TASK} accuracy" in out
   assert (tmp_path / "results.png").read_bytes()[:4] == b"\x89PNG"
   assert re.search(r"A real run, a pretrained T5-base, reaches [\d.]+ macro-F1 .* \(CSL paper, Table 9", out)
   inferred = _rescoring_the_demo_run_needs_no_override(tmp_path / "model", record, capsys)
@@ -109,7 +109,7 @@ def _rescoring_the_demo_run_needs_no_override(model_dir, evaluated, capsys):
 
   # The re-scored records replace the eval's in the run's own column, with its interval.
   result = table.build([model_dir, infer_dir], paper="none", all_metrics=True)
-  assert {c.name for c in result.columns} == {TASK} and not result.conflicts()
+  assert {c.name for c in result.columns} == {BASE_TASK} and not result.conflicts()
   for column in result.columns:
     for row in result.rows:
       cell = row.cells[column]

@@ -1,7 +1,8 @@
 """A run folder as the results table sees it: its records, its model and its seed.
 
 A run's number for a task is its latest step's (or a chosen step's), per task and
-split. What model and seed made it comes from the configuration saved beside the
+split; a task is named without its vocabulary (`vocabularies.base_task_name`), so a
+SentencePiece run's `clue_afqmc.spiece` is CLUE's AFQMC in the table and its scores. What model and seed made it comes from the configuration saved beside the
 records (`saved_run.CONFIG_FILES`; an eval run's config names the checkpoint, the
 training config beside that names the seed): runs whose config lines differ only in seeds and
 paths are seeds of one model.
@@ -19,6 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from crosstask import records as R
+from crosstask import vocabularies
 from crosstask.runtime.config import saved_run
 
 # A run without a saved config is keyed by its folder: it pools with no other run.
@@ -123,8 +125,10 @@ def _model_label(texts: Sequence[str]) -> str:
   label = f"T5 d{d_model} {enc}+{dec}L" if enc is not None else f"T5 d{d_model}"
   for text in texts:
     match = re.search(r"^INITIAL_CHECKPOINT_PATH = ['\"]([^'\"]+)['\"]", text, re.M)
-    if match:
-      return f"{label} from {pathlib.Path(match[1]).parent.name or match[1]}"
+    if match:  # A T5X checkpoint names its run's folder; a Hugging Face folder, itself.
+      start = pathlib.Path(match[1])
+      name = start.parent.name if re.fullmatch(r"checkpoint_\d+", start.name) else start.name
+      return f"{label} from {name or match[1]}"
   return label
 
 
@@ -144,7 +148,10 @@ def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
   steps: set[int] = set()
   for file in files:
     for record in R.read(file):
-      key = (record.task, record.split or "?")
+      # A task read with a SentencePiece vocabulary is registered as `<task>.<vocabulary>`;
+      # its column, aggregates and paper rows are the task's own (its `record.task` keeps
+      # the full name its inference logs are filed under).
+      key = (vocabularies.base_task_name(record.task), record.split or "?")
       steps.add(record.step)
       if step is not None and record.step != step:
         continue

@@ -111,6 +111,36 @@ def test_two_measurements_of_one_step_show_the_newest_and_say_so(tmp_path):
   assert not table.build([run]).disagreements()
 
 
+def test_a_tasks_vocabulary_copies_share_its_column_and_aggregates(tmp_path):
+  # A SentencePiece run evaluates `<task>.<vocabulary>` (the model's vocabulary's copy of
+  # the task; same definition, same fingerprint): its numbers are the task's, beside a byte
+  # run's and another vocabulary's, and they count towards the benchmark's score.
+  rows = [(8, f"fewclue_{task}_k{k}_rank", {"accuracy": 40.0 + i + k}, "f" * 8)
+          for i, task in enumerate(clue_scores.FEWCLUE_TASKS) for k in range(5)]
+  runs = [_run(tmp_path, "bytes", 0, rows, split="test_public"),
+          _run(tmp_path, "pieces", 0, [(s, f"{t}.spiece", m, f) for s, t, m, f in rows],
+               d_model=128, split="test_public"),
+          _run(tmp_path, "prompts", 0, [(8, f"fewclue_bustm_k0_rank.p{p}.sentencepiece_cn",
+                                         {"accuracy": 50.0 + 10 * p}, "e" * 8) for p in (0, 1)],
+               d_model=256, split="test_public")]
+  result = table.build(runs, tasks="^(FewCLUE score|fewclue bustm)", paper="none")
+  assert [c.name for c in result.columns] == ["FewCLUE score", "fewclue bustm k=0..4"]
+  score = result.columns[0]
+  assert [r.cells[score]["mean"] for r in result.rows[:2]] == [46.0, 46.0]
+  (bustm,) = [c for c in table.build(runs[2:], paper="none").columns]
+  assert bustm.name == "fewclue_bustm_k0_rank"
+  assert table.build(runs[2:], paper="none").rows[0].cells[bustm]["prompts"] == 2
+
+
+def test_the_model_label_names_the_run_or_folder_it_starts_from(tmp_path):
+  for start, label in (("/runs/meta_seed1/checkpoint_3000", "meta_seed1"),
+                       ("/models/longlm-base", "longlm-base")):
+    run = _run(tmp_path, label, 0, [(1, "clue_afqmc", {"accuracy": 50.0}, "a" * 8)])
+    config = run / "operative_config.gin"
+    config.write_text(config.read_text() + f"INITIAL_CHECKPOINT_PATH = {start!r}\n")
+    assert table.build([run], paper="none").rows[0].model == f"T5 d64 2+2L from {label}"
+
+
 def test_prompt_variants_score_as_mean_and_spread(tmp_path):
   run = _run(tmp_path, "r", 0, [(5, "fewclue_bustm.p0", {"accuracy": 50.0}, "aaaaaaaa"),
                                 (5, "fewclue_bustm.p1", {"accuracy": 70.0}, "bbbbbbbb"),
