@@ -202,6 +202,12 @@ add_cases([
         [TINY, 'runs/finetune.gin'], _RUN + ['train_script.trian.total_steps=3']),
      Exception, r"No configurable matching 'train_script\.trian'.*\nDid you mean "
      r'train_script\.train'),
+    # A T5X user's habit: T5X's name, and where crosstask's parameters differ, theirs.
+    ('gin-t5x-configurable', lambda: _gin_parse(
+        [TINY, 'runs/finetune.gin'], _RUN + ['network.T5Config.emb_dim=64']),
+     Exception, r"No configurable matching 'network\.T5Config'.*\nnetwork\.T5Config is T5X's "
+     r"name; crosstask's is config\.TransformerConfig \(T5Config's emb_dim, mlp_dim, head_dim "
+     r"and mlp_activations are its d_model, d_ff, d_kv and activations"),
     ('gin-bad-syntax', lambda: _gin_from_text('c.gin', 'TRAIN_STEPS = (\n'),
      Exception, r'gin/c\.gin'),
     ('gin-undefined-macro', lambda: _gin_from_text(
@@ -222,6 +228,11 @@ add_cases([
                                                    ['TRAIN_STEPS=4', 'TRAIN_STEP=5']),
      Exception, r'--gin\.TRAIN_STEP=5: no configuration of this job reads macro TRAIN_STEP, '
      r'so it would change nothing\. Did you mean TRAIN_STEPS'),
+    # gin's macros are case-sensitive; T5X's names are upper case.
+    ('gin-macro-in-lower-case', lambda: _gin_parse([TINY, 'runs/finetune.gin'], _RUN,
+                                                   ["initial_checkpoint_path='/x'"]),
+     Exception, r"reads macro initial_checkpoint_path, so it would change nothing\. Did you "
+     r"mean INITIAL_CHECKPOINT_PATH\?"),
     # The same typo in a user's gin file; a macro another job reads (INFER_OUTPUT_DIR, in
     # one file for train and infer) is let through, as is one the file itself reads.
     ('gin-file-macro-nothing-reads', lambda: _gin_from_text(

@@ -167,6 +167,16 @@ def parse(files: Sequence[str], bindings: Sequence[str],
 
 _NO_PARAMETER = re.compile(r"Configurable '([\w.]+)' doesn't have a parameter named '(\w+)'")
 _NO_CONFIGURABLE = re.compile(r"No configurable matching '([\w.]+)'")
+# T5X's configurables a T5X user binds by habit, and what crosstask calls them.
+T5X_NAMES = {
+    'network.T5Config': ('config.TransformerConfig', "(T5Config's emb_dim, mlp_dim, head_dim "
+                         'and mlp_activations are its d_model, d_ff, d_kv and activations; '
+                         'its vocab_size is NUM_EMBEDDINGS)'),
+    'models.EncoderDecoderModel': ('model.EncoderDecoderModel', ''),
+    'partitioning.PjitPartitioner': ('partitioning.Partitioner', '(or the macros LAYOUT and '
+                                     'NUM_PARTITIONS)'),
+    'adafactor.Adafactor': ('optimizers.adafactor', ''),
+}
 
 
 def _parameter_hint(message: str) -> str:
@@ -175,6 +185,10 @@ def _parameter_hint(message: str) -> str:
   registry = gin.config._REGISTRY  # pylint: disable=protected-access
   unknown = _NO_CONFIGURABLE.search(message)
   if unknown:
+    t5x = next((T5X_NAMES[n] for n in T5X_NAMES if unknown[1] in (n, n.split('.')[-1])), None)
+    if t5x:
+      return (f"\n{unknown[1]} is T5X's name; crosstask's is {t5x[0]} {t5x[1]}".rstrip()
+              + '; crosstask/gin/t5_1_1/base.gin shows its bindings.')
     known = sorted(selector for selector, _ in registry.items())
     close = difflib.get_close_matches(unknown[1], known, n=3, cutoff=0.6)
     return f"\nDid you mean {' or '.join(close)}?" if close else ''
@@ -225,7 +239,9 @@ def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = (
   read = set(_MACRO_REFERENCE.findall(gin.config_str())) | set(read_by_code)
 
   def unread(name: str, where: str) -> GinConfigError:
-    close = difflib.get_close_matches(name, sorted(read), n=3, cutoff=0.6)
+    # gin's macros are case-sensitive: `initial_checkpoint_path` is not the macro.
+    upper = [m for m in sorted(read) if m.upper() == name.upper()]
+    close = upper or difflib.get_close_matches(name.upper(), sorted(read), n=3, cutoff=0.6)
     return GinConfigError(
         f'{where}: no configuration of this job reads macro {name}, so it would change '
         'nothing' + (f'. Did you mean {", ".join(close)}?' if close else
