@@ -5,7 +5,8 @@
 
 `--run TABLE:ROW=PATH[#TASK]` takes the newest step's metrics of TASK (or of
 the only task) from a `metrics.jsonl` that `crosstask.eval` wrote (PATH may be
-its folder); `--baselines` scores the extractive baselines on whatever data the
+its folder), where TASK is one the table measures; a split other than the paper's
+test split is named beside ROW; `--baselines` scores the extractive baselines on whatever data the
 data root holds (SciTLDR-A dev/test, CiteSum test). The paper's R-L is compared
 with `rougeLsum` for HF-scored tables (5, 7-9; one-sentence outputs make it
 equal to rougeL) and with `rougeL` for SciTLDR (Table 6, ROUGE-1.5.5).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import re
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -60,8 +62,37 @@ def ours_from_metrics(table: str, metrics: Mapping[str, float]) -> dict[str, flo
   return out
 
 
+# The tasks each table measures: another table's task (SciTLDR's ROUGE as Table 5's) would
+# read as that table's result. The paper's rows are all on each dataset's test split.
+TABLE_TASKS = {"5": re.compile(r"citesum_\w+_to_tldr"), "6": re.compile(r"scitldr_a_\w+"),
+               "7": re.compile(r"citesum_abstract_to_(title|discipline)(_dedup)?"),
+               "8": re.compile(r"xsum_\w+"), "9": re.compile(r"gigaword_\w+")}
+PAPER_SPLIT = "test"
+
+
+def run_row(table: str, row: str, path: str | pathlib.Path,
+            task: str | None = None) -> tuple[str, dict[str, float]]:
+  """(the row's label, its metrics) of a run for `table`: the task must be one the table
+  measures (`TABLE_TASKS`), and a split other than the paper's test split is named in the
+  label (`CiTES [validation]`), as the baselines' dev rows are."""
+  record = read_record(path, task)
+  if not TABLE_TASKS[table].fullmatch(vocabularies.base_task_name(record.task)):
+    takes = [t for t in citesum.TASKS if TABLE_TASKS[table].fullmatch(t)]
+    raise ValueError(f"{records.metrics_file(path)}: task {record.task!r} is not what "
+                     f"{PAPER[table]['title'].split(':')[0]} measures; it takes "
+                     f"{', '.join(takes)}")
+  if record.split and record.split != PAPER_SPLIT:
+    row = f"{row} [{record.split}]"
+  return row, dict(record.metrics)
+
+
 def read_metrics(path: str | pathlib.Path, task: str | None = None) -> dict[str, float]:
-  """The newest step's metrics of `task` (or the only task) in a metrics.jsonl.
+  """The newest step's metrics of `task` (or the only task) in a metrics.jsonl."""
+  return dict(read_record(path, task).metrics)
+
+
+def read_record(path: str | pathlib.Path, task: str | None = None) -> records.Record:
+  """The newest step's record of `task` (or the only task) in a metrics.jsonl.
 
   The task must be one of CiteSum's (`citesum.TASKS`, in any vocabulary's copy): another
   task's ROUGE or F1 beside the paper's would read as a CiteSum result.
@@ -77,7 +108,7 @@ def read_metrics(path: str | pathlib.Path, task: str | None = None) -> dict[str,
                      f"the report takes {', '.join(citesum.TASKS)} (or a vocabulary's copy)")
   if task not in newest:
     raise ValueError(f"{records.metrics_file(path)} has no metrics for task {task!r}")
-  return dict(newest[task].metrics)
+  return newest[task]
 
 
 def render(ours: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
@@ -135,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   ours: dict[str, dict] = {}
   try:
     for table, row, path, task in runs:
-      ours.setdefault(table, {})[row] = read_metrics(path, task)
+      label, metrics = run_row(table, row, path, task)
+      ours.setdefault(table, {})[label] = metrics
     if args.baselines:
       for table, rows in baseline_rows().items():
         ours.setdefault(table, {}).update(rows)

@@ -47,6 +47,25 @@ def test_a_run_of_another_task_is_refused(tmp_path, capsys):
   assert "| CiTES | 40.00 |" in capsys.readouterr().out
 
 
+def test_a_run_is_placed_only_in_its_own_table_and_its_split_is_named(tmp_path, capsys):
+  # A SciTLDR run is not CiteSum's Table 5; a validation run beside the paper's test numbers
+  # says so in its row, as the baselines' dev rows do.
+  lines = [{"step": 9, "task": "scitldr_a_abstract_to_tldr", "split": "validation",
+            "metrics": {"rouge1": 40.0, "rouge2": 20.0, "rougeL": 30.0}},
+           {"step": 9, "task": "citesum_abstract_to_tldr.spiece", "split": "test",
+            "metrics": {"rouge1": 41.0, "rouge2": 21.0, "rougeL": 31.0}}]
+  (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+  assert report.main(["--run", f"5:CiTES={tmp_path}#scitldr_a_abstract_to_tldr"]) == 2
+  assert capsys.readouterr().err == (
+      f"ERROR: {tmp_path / 'metrics.jsonl'}: task 'scitldr_a_abstract_to_tldr' is not what "
+      "Table 5 measures; it takes citesum_abstract_to_tldr, citesum_title_and_abstract_to_tldr, "
+      "citesum_abstract_and_discipline_to_tldr, citesum_aic_to_tldr\n")
+  assert report.main(["--run", f"6:CiTES={tmp_path}#scitldr_a_abstract_to_tldr",
+                      "--run", f"5:CiTES={tmp_path}#citesum_abstract_to_tldr.spiece"]) == 0
+  out = capsys.readouterr().out
+  assert "| CiTES [validation] | 40.00 |" in out and "| CiTES | 41.00 |" in out
+
+
 def test_hf_tables_compare_r_l_with_rouge_lsum():
   ours = report.ours_from_metrics("5", {"rouge1": 1.0, "rouge2": 2.0, "rougeL": 3.0,
                                         "rougeLsum": 4.0})
