@@ -46,15 +46,18 @@ def percentiles(values: np.ndarray) -> Interval:
   return float(low), float(high)
 
 
-def per_example(metric: MetricFn, n: int) -> dict[str, np.ndarray]:
+def per_example(metric: MetricFn, n: int,
+                whole: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
   """Each metric's per-example values, for the metrics that are a mean over examples.
 
   A metric qualifies when the mean of its one-example values equals its value on
-  the whole set and on a fixed half of it (two checks, so a coincidence does not pass).
+  the whole set (`whole`, where the caller has it) and on a fixed half of it (two
+  checks, so a coincidence does not pass).
   """
   singles = [metric(np.array([i])) for i in range(n)]
   half = np.arange(0, n, 2)
-  whole, part = metric(np.arange(n)), metric(half)
+  whole = metric(np.arange(n)) if whole is None else whole
+  part = metric(half)
   out = {}
   for key, value in whole.items():
     values = np.array([s.get(key, np.nan) for s in singles], dtype=np.float64)
@@ -80,8 +83,9 @@ def replicates(metric: MetricFn, n: int, resamples: int = RESAMPLES,
     raise ValueError("a bootstrap interval needs at least one example")
   rng = np.random.default_rng(seed)
   draws = rng.integers(0, n, size=(resamples, n))
-  means = per_example(metric, n) if n > 1 else {}
-  rest = [key for key in metric(np.arange(n)) if key not in means]
+  whole = metric(np.arange(n))  # once: a corpus metric over a large set takes seconds
+  means = per_example(metric, n, whole) if n > 1 else {}
+  rest = [key for key in whole if key not in means]
   if rest:
     draws = draws[:recomputed_resamples(resamples, n)]
   out = {key: values[draws].mean(axis=1) for key, values in means.items()}
