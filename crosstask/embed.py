@@ -19,6 +19,7 @@ import numpy as np
 
 from crosstask.runtime.config import gin_utils
 from crosstask.runtime.config import run as run_lib
+from crosstask.runtime.config import saved_run
 from crosstask.runtime.jobs import embedding
 from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import checkpoints
@@ -110,7 +111,8 @@ def embed(*,
 
 
 def main() -> None:
-  gin_utils.run_main(embed, what='embed_script.embed', job='infer')
+  gin_utils.run_main(embed, what='embed_script.embed', job='infer',
+                     saved_run_job=saved_run.EMBED)
 
 
 if __name__ == '__main__':

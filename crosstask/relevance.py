@@ -17,6 +17,7 @@ import jax
 
 from crosstask.metrics.scirepeval import ranking
 from crosstask.runtime.config import gin_utils
+from crosstask.runtime.config import saved_run
 from crosstask.runtime.jobs import relevance_lib
 from crosstask.runtime.sharding import partitioning
 from crosstask.runtime.state import checkpoints
@@ -147,7 +148,8 @@ def rank(*,
 
 
 def main() -> None:
-  gin_utils.run_main(rank, what='relevance_script.rank', job='infer')
+  gin_utils.run_main(rank, what='relevance_script.rank', job='infer',
+                     saved_run_job=saved_run.RELEVANCE)
 
 
 if __name__ == '__main__':

@@ -85,8 +85,21 @@ def test_train_eval_infer(tmp_path):
                      for folder in (model_dir / 'infer', infer_dir))
     assert {r.pop('step') for r in got} == {60} and {r.pop('step') for r in exported} == {0}
     assert got == exported
+  # SciRepEval embeddings of the run's newest checkpoint, its model and vocabulary from
+  # its saved config: only the papers and the output are given.
+  meta = tmp_path / 'meta.jsonl'
+  meta.write_text(''.join(json.dumps({'doc_id': str(i), 'title': t, 'abstract': 'We study x.'})
+                          + '\n' for i, t in enumerate(('Deep nets', 'Shallow trees'))))
+  embed = rs.run([rs.sys.executable, '-m', 'crosstask.embed', f'--run_dir={model_dir}',
+                  f"--gin.META_FILE='{meta}'", f"--gin.EMBEDDINGS_FILE='{tmp_path / 'e.jsonl'}'",
+                  "--gin.TASK='fos'"])
+  assert embed.returncode == 0, embed.stdout[-3000:] + embed.stderr[-3000:]
+  vectors = [json.loads(l) for l in (tmp_path / 'e.jsonl').open()]
+  assert [v['doc_id'] for v in vectors] == ['0', '1'] and vectors[0]['embedding'] != vectors[1]['embedding']
+  summary = json.loads((tmp_path / 'e.summary.json').read_text())
+  assert '/checkpoint_60/' in summary['checkpoint'] and summary['dim'] == len(vectors[0]['embedding'])
   # No command printed TensorFlow's start-up lines or SeqIO's warnings.
-  for done in (train, ev, export, inf, again):
+  for done in (train, ev, export, inf, again, embed):
     assert not rs.noise_in(done.stdout + done.stderr), rs.noise_in(done.stdout + done.stderr)
   # Fine-tuning from a trained checkpoint (its parameters, not its step) is checked end
   # to end, parameter for parameter, by tests/tasks/xbench's meta-train-then-k-shot test.

@@ -1,5 +1,5 @@
-"""`--run_dir=DIR`: eval, infer and export take a trained run's own configuration, and
-train resumes it.
+"""`--run_dir=DIR`: eval, infer, export, embed and relevance take a trained run's own
+configuration, and train resumes it.
 
 A training run writes its whole gin configuration to DIR/config.gin: the model,
 its vocabulary, the task and its lengths. Eval and infer parse it first, then their
@@ -78,10 +78,33 @@ class ResumedRun:
             "                           then the flags above (e.g. --gin.TRAIN_STEPS=...)")
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelFiles:
+  """`embed` and `relevance --run_dir=DIR`: the trained run's model and vocabulary (its
+  saved config) at its newest checkpoint, then the job's run file and the command line's.
+  Their inputs are SciRepEval's files, not the run's task, and their outputs are named
+  by the command line (EMBEDDINGS_FILE, RELEVANCE_OUTPUT_DIR)."""
+  run_file: str
+
+  def arguments(self, run_dir: str, files: Sequence[str], bindings: Sequence[str]
+                ) -> tuple[list[str], list[str]]:
+    run_dir = os.path.abspath(run_dir)
+    return ([saved_config(run_dir), self.run_file, *files],
+            [f'CHECKPOINT_PATH = {run_dir!r}', *bindings])
+
+  @property
+  def usage(self) -> str:
+    return ("a trained run (its MODEL_DIR): its saved config gives the\n"
+            "                           model and vocabulary, its newest checkpoint the "
+            "weights")
+
+
 TRAIN = ResumedRun()
 EVAL = JobFiles('runs/eval.gin', 'EVAL_OUTPUT_DIR', 'eval')
 INFER = JobFiles('runs/infer.gin', 'INFER_OUTPUT_DIR', 'infer')
 EXPORT = JobFiles('runs/export.gin', 'EXPORT_DIR', 'hf')
+EMBED = ModelFiles('scirepeval/embed.gin')
+RELEVANCE = ModelFiles('scirepeval/relevance.gin')
 
 
 def config_file(folder: str | os.PathLike) -> pathlib.Path | None:
