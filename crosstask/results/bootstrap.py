@@ -73,9 +73,11 @@ def recomputed_resamples(resamples: int, n: int) -> int:
 
 
 def replicates(metric: MetricFn, n: int, resamples: int = RESAMPLES,
-               seed: Seed = SEED) -> dict[str, np.ndarray]:
+               seed: Seed = SEED, whole: Mapping[str, float] | None = None
+               ) -> dict[str, np.ndarray]:
   """Every metric `metric` reports over `n` examples, on each of `resamples` resamples
   (the first `recomputed_resamples` of them where a metric is no mean over examples).
+  `whole`: the metrics over all `n`, where the caller has them already.
 
   All metrics see the same draws, so an aggregate of several can be resampled too.
   """
@@ -83,7 +85,8 @@ def replicates(metric: MetricFn, n: int, resamples: int = RESAMPLES,
     raise ValueError("a bootstrap interval needs at least one example")
   rng = np.random.default_rng(seed)
   draws = rng.integers(0, n, size=(resamples, n))
-  whole = metric(np.arange(n))  # once: a corpus metric over a large set takes seconds
+  if whole is None:  # once: a corpus metric over a large set takes seconds
+    whole = metric(np.arange(n))
   means = per_example(metric, n, whole) if n > 1 else {}
   rest = [key for key in whole if key not in means]
   if rest:

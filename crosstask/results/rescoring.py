@@ -392,21 +392,24 @@ def example_seed(out: ModelOutputs) -> list[int]:
   return [bootstrap.SEED, int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)]
 
 
-def replicates(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
-               ) -> dict[str, np.ndarray]:
+def replicates(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES,
+               scores: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
   """Each of the task's metrics on `resamples` bootstrap resamples of the examples of `out`,
-  drawn with the examples' own seed (`example_seed`)."""
+  drawn with the examples' own seed (`example_seed`); `scores`: `metrics(task, out)`,
+  where the caller has them."""
   import warnings  # pylint: disable=g-import-not-at-top
   with warnings.catch_warnings():  # one-example resamples make sklearn warn about empty classes
     warnings.simplefilter("ignore")
     return bootstrap.replicates(lambda idx: metrics(task, out.take(idx)), len(out), resamples,
-                                example_seed(out))
+                                example_seed(out), scores)
 
 
-def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES
-              ) -> dict[str, bootstrap.Interval]:
-  """The 95% bootstrap interval of each of the task's metrics over the examples of `out`."""
-  return {k: bootstrap.percentiles(v) for k, v in replicates(task, out, resamples).items()}
+def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES,
+              scores: Mapping[str, float] | None = None) -> dict[str, bootstrap.Interval]:
+  """The 95% bootstrap interval of each of the task's metrics over the examples of `out`
+  (`scores`: their values over all of it, where the caller has them)."""
+  return {k: bootstrap.percentiles(v)
+          for k, v in replicates(task, out, resamples, scores).items()}
 
 
 def score_file(path: str | os.PathLike, *, task_name: str | None = None,
@@ -438,7 +441,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
   out = outputs(task, inferences.lines, exs)
   require_labels(task, inferences.split, exs, path)
   scores = metrics(task, out)
-  ci95 = intervals(task, out, resamples) if resamples > 0 else None
+  ci95 = intervals(task, out, resamples, scores) if resamples > 0 else None
   print_fingerprint = fingerprint.fingerprint(task)
   if inferences.fingerprint and inferences.fingerprint != print_fingerprint:
     print(f"note: {path} was inferred under task fingerprint {inferences.fingerprint}; "

@@ -51,6 +51,9 @@ def test_a_large_set_recomputes_its_corpus_metrics_on_fewer_resamples():
   got = bootstrap.replicates(corpus, len(correct))
   assert {k: len(v) for k, v in got.items()} == {"share": 100, "accuracy": 100}
   assert calls.count(1000) == 100 + 1  # the resamples, and the whole set once
+  calls.clear()  # A caller that scored the whole set (crosstask.score) passes it in.
+  again = bootstrap.replicates(corpus, len(correct), whole=corpus(np.arange(len(correct))))
+  assert calls.count(1000) == 100 + 1 and all(np.array_equal(got[k], again[k]) for k in got)
   # The same first 100 draws as the per-example path's 1000: the intervals' values agree.
   alone = bootstrap.replicates(_accuracy(correct), len(correct))
   assert len(alone["accuracy"]) == 1000
