@@ -2,9 +2,10 @@
 
 A run's number for a task is its latest step's (or a chosen step's), per task and
 split; a task is named without its vocabulary (`vocabularies.base_task_name`), so a
-SentencePiece run's `clue_afqmc.spiece` is CLUE's AFQMC in the table and its scores. What model and seed made it comes from the configuration saved beside the
-records (`saved_run.CONFIG_FILES`; an eval run's config names the checkpoint, the
-training config beside that names the seed): runs whose config lines differ only in seeds and
+SentencePiece run's `clue_afqmc.spiece` is CLUE's AFQMC in the table and its scores.
+What model and seed made it comes from the configuration saved beside the records
+(`saved_run.CONFIG_FILES`; an eval run's config names the checkpoint, the training
+config beside that names the seed): runs whose config lines differ only in seeds and
 paths are seeds of one model.
 """
 

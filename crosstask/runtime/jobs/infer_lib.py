@@ -71,8 +71,9 @@ def plain_predictions(runner: inference.Inference, params: Any, task: Any, vocab
                       split: str, lengths: Mapping[str, int],
                       num_examples: int | None = None) -> Predictions:
   """The job without SeqIO up to its output: the first `num_examples` (None or 0: all;
-  never part of a rank question, `data.first_examples`) examples of `task`'s `split` (a `PlainTask`), tokenized with `vocabulary` at
-  `lengths`, decoded by `runner` with `params` and detokenized."""
+  never part of a rank question, `data.first_examples`) examples of `task`'s `split` (a
+  `PlainTask`), tokenized with `vocabulary` at `lengths`, decoded by `runner` with
+  `params` and detokenized."""
   if num_examples:
     examples, more = data.first_examples(task.iter_examples(split), num_examples)
   else:
