@@ -74,6 +74,7 @@ def train(*,
           total_steps: int = gin.REQUIRED,
           eval_period: int = 0,
           eval_steps: int = 20,
+          evaluator_num_examples: int | None = None,
           random_seed: int = 0,
           num_microbatches: int = 1,
           log_every: int = 10,
@@ -84,6 +85,8 @@ def train(*,
 
   Mirrors t5x.train.train's arguments; `optimizer_fn(param_axes=...)` returns (optax
   transform, schedule) and is usually `optimizers.create_optimizer` configured in gin.
+  `evaluator_num_examples` (T5X's EVALUATOR_NUM_EXAMPLES) decodes only the first N
+  examples of each infer_eval task, as the eval job's NUM_EXAMPLES does (None: all).
   Faults (README "When a run fails"): SIGTERM checkpoints and raises
   `faults.Preempted`; a NaN/Inf step raises `faults.NonFiniteLossError` unless
   `trainer.Trainer.skip_nonfinite_batches`; a second trainer on `model_dir`,
@@ -98,6 +101,8 @@ def train(*,
                               ('CHECKPOINTS_TO_KEEP', checkpoint_cfg.keep, 1)):
     if not (value is None and macro == 'CHECKPOINTS_TO_KEEP'):  # None keeps every one
       gin_utils.check_count(macro, value, least)
+  if evaluator_num_examples is not None:  # 0 or -1 had decoded the whole split
+    gin_utils.check_count('EVALUATOR_NUM_EXAMPLES', evaluator_num_examples, 1)
   model_dir = faults.prepare_model_dir(model_dir)
   check_initial_checkpoint(restore_checkpoint_cfg)
   run = run_lib.resolve(model, partitioner,
@@ -115,7 +120,8 @@ def train(*,
   job = TrainJob(run=run, model_dir=model_dir, total_steps=int(total_steps),
                  checkpoint_cfg=checkpoint_cfg,
                  restore_checkpoint_cfg=restore_checkpoint_cfg, optimizer_fn=optimizer_fn,
-                 eval_period=eval_period, eval_steps=eval_steps, random_seed=random_seed,
+                 eval_period=eval_period, eval_steps=eval_steps,
+                 evaluator_num_examples=evaluator_num_examples, random_seed=random_seed,
                  log_every=log_every, summarize_config_fn=summarize_config_fn)
   with faults.ModelDirLock(model_dir), faults.PreemptionWatcher() as preemption:
     return _train(job, preemption)
@@ -132,6 +138,7 @@ class TrainJob:
   optimizer_fn: Callable[..., tuple]
   eval_period: int
   eval_steps: int
+  evaluator_num_examples: int | None
   random_seed: int
   log_every: int
   summarize_config_fn: Callable[..., None]
@@ -178,7 +185,8 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
     from crosstask.runtime.predict import evaluation
     infer_eval = evaluation.Evaluator(infer_eval_dataset_cfg,
                                       os.path.join(model_dir, 'inference_eval'),
-                                      progress.writer(os.path.join(model_dir, 'inference_eval')))
+                                      progress.writer(os.path.join(model_dir, 'inference_eval')),
+                                      num_examples=job.evaluator_num_examples)
     runner = inference.Inference(model, partitioner, trainer.param_shardings,
                                  infer_eval_dataset_cfg.batch_size)
   if eval_period and train_eval_dataset_cfg is not None:

@@ -1,0 +1,52 @@
+"""Training's own inference eval as T5X's macros set it: EVAL_PERIOD, EVALUATOR_NUM_EXAMPLES.
+
+The tiny test model on runtime_helpers' synthetic tasks, called through gin as
+`python -m crosstask.train` calls it.
+"""
+
+import json
+
+import gin
+import pytest
+
+import runtime_helpers as rh
+import runtime_subprocess as rs
+from crosstask.runtime.config import gin_utils
+from crosstask.runtime.jobs import train_lib
+
+
+def _train(model_dir, *bindings: str):
+  gin.clear_config()
+  gin_utils.parse([rs.TINY, 'runs/finetune.gin'], [
+      f"MODEL_DIR='{model_dir}'", 'TRAIN_STEPS=2', "MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
+      "MIXTURE_OR_TASK_MODULE='runtime_helpers'", "TASK_FEATURE_LENGTHS={'inputs': 16, "
+      "'targets': 16}", 'BATCH_SIZE=8', 'EVAL_PERIOD=2', 'PACK=False', 'LOG_EVERY=1000',
+      *bindings])
+  try:
+    return train_lib.train()
+  finally:
+    gin.clear_config()
+
+
+@pytest.mark.slow(seconds=11)
+def test_evaluator_num_examples_decodes_the_first_n_of_each_task(tmp_path):
+  # A T5X user's `--gin.EVALUATOR_NUM_EXAMPLES=5`: each task's first 5 validation
+  # examples are decoded at each evaluation, logged and labelled as the eval job's
+  # NUM_EXAMPLES=5 are (`validation[:5]`, `first_5/`), never as the whole split.
+  _train(tmp_path, 'EVALUATOR_NUM_EXAMPLES=5')
+  folder = tmp_path / 'inference_eval'
+  recorded = sorted((r['step'], r['task'], r['split'])
+                    for r in map(json.loads, (folder / 'metrics.jsonl').open()))
+  assert recorded == [(2, 'runtime_copy', 'validation[:5]'),
+                      (2, 'runtime_reverse', 'validation[:5]')]
+  first = rh._words('validation', rh.SIZES['validation'])[:5]
+  for task, transform in (('runtime_copy', rh.copy), ('runtime_reverse', rh.reverse)):
+    logged = [json.loads(l) for l in (folder / 'first_5' / f'{task}-000002.jsonl').open()]
+    assert [r['target'] for r in logged] == [transform(w) for w in first], task
+  assert not list(folder.glob('runtime_*.jsonl'))  # no whole-split log beside them
+
+
+def test_evaluator_num_examples_below_one_is_refused_before_training(tmp_path):
+  with pytest.raises(gin_utils.GinConfigError, match='EVALUATOR_NUM_EXAMPLES'):
+    _train(tmp_path / 'run', 'EVALUATOR_NUM_EXAMPLES=0')
+  assert not (tmp_path / 'run').exists()
