@@ -64,6 +64,13 @@ def subset_of_log_dir(name: str) -> int | None:
   return int(match[1]) if match else None
 
 
+def log_owner(path: str | os.PathLike) -> pathlib.Path:
+  """The folder whose metrics.jsonl (and run) an inference file belongs to: its own, or for
+  a subset's log in `first_<N>/` (NUM_EXAMPLES, EVALUATOR_NUM_EXAMPLES) the one above."""
+  folder = pathlib.Path(os.fspath(path)).parent
+  return folder.parent if subset_of_log_dir(folder.name) is not None else folder
+
+
 @dataclasses.dataclass(frozen=True)
 class Record:
   """One line: a task's metrics at a checkpoint step; `where` is 'file:line'."""

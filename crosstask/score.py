@@ -7,8 +7,9 @@
 The first forms apply the task's postprocessor and metric functions to the
 predictions and scores `crosstask.infer` wrote, or to those an eval (a training
 run's included) logged, and append the eval job's record (step, task, metrics
-with their 95% intervals, task fingerprint) to `metrics.jsonl` (beside the file
-unless --output_dir says otherwise), so a metric fix or a new metric reaches
+with their 95% intervals, task fingerprint) to `metrics.jsonl` (beside the file,
+or a subset's log in `first_<N>/` beside its eval's records above it, unless
+--output_dir says otherwise), so a metric fix or a new metric reaches
 old runs without a model or an accelerator. A task tokenized with a SentencePiece
 vocabulary (`<task>.<vocabulary>-...`) is registered with the one the run's config
 names. The second scores SciRepEval
@@ -36,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--task", help="task name (default: from the file name)")
   p.add_argument("--split", help="split name (default: from the file name)")
   p.add_argument("--step", type=int, help="checkpoint step (default: the one infer recorded)")
-  p.add_argument("--output_dir", help="where metrics.jsonl goes (default: beside each file)")
+  p.add_argument("--output_dir", help="where metrics.jsonl goes (default: beside each file; "
+                 "a log in first_<N>/: the folder above)")
   p.add_argument("--module", help="module registering the task (default: the "
                  "MIXTURE_OR_TASK_MODULE of the run's config beside the file or above it, "
                  "else every benchmark's)")

@@ -73,7 +73,7 @@ def _beside(path: pathlib.Path, task: str, step: int) -> records.Record | None:
   """The eval's own record of `task` at `step` in the metrics.jsonl beside its log; for
   a subset's log (in `first_<N>/`) the record of `<split>[:N]` in the folder above."""
   subset = records.subset_of_log_dir(path.parent.name)
-  file = (path.parent.parent if subset else path.parent) / records.FILENAME
+  file = records.log_owner(path) / records.FILENAME
   found = [r for r in records.read(file) if r.task == task and r.step == step
            and r.source == "eval"] if file.is_file() else []
   if subset:
@@ -148,8 +148,10 @@ DEFAULT_MODULE = "crosstask.tasks.all"
 
 def _run_macros(path: pathlib.Path) -> dict[str, str]:
   """The saved macros of the run that wrote `path`: infer's config beside it, or the
-  training run's above its inference_eval/ folder; empty where neither holds one."""
-  for folder in (path.parent, path.parent.parent):
+  training run's above its inference_eval/ folder (a subset's log is a folder deeper, in
+  `first_<N>/`); empty where neither holds one."""
+  owner = records.log_owner(path)
+  for folder in (owner, owner.parent):
     saved = saved_run.saved_macros(folder)
     if saved:
       return saved
@@ -418,7 +420,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
                module: str | Sequence[str] | None = None, vocabulary: str | None = None,
                resamples: int = bootstrap.RESAMPLES) -> records.Record:
   """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`
-  (beside the file by default), unless its last record of the task, step and split says
+  (by default beside the file, or the subset log's eval records above `first_<N>/`), unless its last record of the task, step and split says
   the same already (`records.recorded`): a rerun adds no duplicate line.
 
   The task is looked up in `module` where given, else in the modules the config of the run
@@ -449,7 +451,7 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
   record = records.Record(int(step), task.name, scores, print_fingerprint,
                           source=f"score:{pathlib.Path(path).name}", split=inferences.split,
                           ci95=ci95)
-  destination = pathlib.Path(output_dir) if output_dir else pathlib.Path(path).parent
+  destination = pathlib.Path(output_dir) if output_dir else records.log_owner(path)
   if (same := records.recorded(destination, record)) is not None:
     print(f"note: {same.where} already records these numbers; nothing appended")
   else:

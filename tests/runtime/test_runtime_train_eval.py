@@ -11,7 +11,11 @@ import pytest
 
 import runtime_helpers as rh
 import runtime_subprocess as rs
+from crosstask import records
+from crosstask import score
+from crosstask.results import rescoring
 from crosstask.runtime.config import gin_utils
+from crosstask.runtime.config import saved_run
 from crosstask.runtime.jobs import train_lib
 
 
@@ -29,10 +33,13 @@ def _train(model_dir, *bindings: str):
 
 
 @pytest.mark.slow(seconds=11)
-def test_evaluator_num_examples_decodes_the_first_n_of_each_task(tmp_path):
+def test_evaluator_num_examples_decodes_the_first_n_of_each_task(tmp_path, capsys):
   # A T5X user's `--gin.EVALUATOR_NUM_EXAMPLES=5`: each task's first 5 validation
   # examples are decoded at each evaluation, logged and labelled as the eval job's
   # NUM_EXAMPLES=5 are (`validation[:5]`, `first_5/`), never as the whole split.
+  # `crosstask.score` re-scores such a log with no override (the run's task module from
+  # its config two folders up) to the eval's own numbers, recorded beside them; run
+  # again, it appends nothing.
   _train(tmp_path, 'EVALUATOR_NUM_EXAMPLES=5')
   folder = tmp_path / 'inference_eval'
   recorded = sorted((r['step'], r['task'], r['split'])
@@ -44,6 +51,15 @@ def test_evaluator_num_examples_decodes_the_first_n_of_each_task(tmp_path):
     logged = [json.loads(l) for l in (folder / 'first_5' / f'{task}-000002.jsonl').open()]
     assert [r['target'] for r in logged] == [transform(w) for w in first], task
   assert not list(folder.glob('runtime_*.jsonl'))  # no whole-split log beside them
+  log = folder / 'first_5' / 'runtime_reverse-000002.jsonl'
+  assert saved_run.task_modules(rescoring._run_macros(log)) == ['runtime_helpers']
+  for _ in range(2):
+    assert score.main([str(log)]) == 0
+  evaluated, scored = [r for r in records.read(folder) if r.task == 'runtime_reverse']
+  assert (scored.source, scored.split, scored.metrics) == (
+      'score:runtime_reverse-000002.jsonl', 'validation[:5]', evaluated.metrics)
+  assert f'{scored.where} already records these numbers' in capsys.readouterr().out
+  assert not (log.parent / records.FILENAME).exists()
 
 
 def test_evaluator_num_examples_below_one_is_refused_before_training(tmp_path):
