@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 import numpy as np
 import pytest
 
+from crosstask.models.config import ConfigError as ModelConfigError
 from crosstask.runtime.config.gin_utils import GinConfigError
 from crosstask.runtime.data.pipeline import TaskConfigError
 from crosstask.runtime.report.faults import CheckpointMismatchError
@@ -285,6 +286,33 @@ add_cases([
 ])
 
 
+# Values of the wrong type, each of which failed inside the job with a traceback naming
+# no setting: "Only integer scalar arrays can be converted to a scalar index" in
+# Adafactor's update, "PRNG key seed must be an integer; got JitTracer", "'<=' not
+# supported between 'float' and 'str'", "'int' object is not iterable", or "no positive
+# length" for a misspelt feature. A model setting's is a `ConfigError`, which the entry
+# points print as one line, as a binding's.
+add_cases([
+    ('train-learning-rate-quoted', lambda: _train_with("LEARNING_RATE='1e-3'"), GinConfigError,
+     r"LEARNING_RATE='1e-3': expected a number of at least 0 \(unquoted\)"),
+    ('train-random-seed-fractional', lambda: _train_with('RANDOM_SEED=1.5'), GinConfigError,
+     r'RANDOM_SEED=1\.5: expected a whole number of at least 0'),
+    ('train-dropout-quoted', lambda: _train_with("DROPOUT_RATE='0.1'"), ModelConfigError,
+     r"TransformerConfig\.dropout_rate must be a number in \[0, 1\), got '0\.1' \(a string: "
+     r"write the number unquoted, e\.g\. --gin\.DROPOUT_RATE=0\.1\)"),
+    ('train-lengths-not-a-dict', lambda: _train_with('TASK_FEATURE_LENGTHS=16'), GinConfigError,
+     r"TASK_FEATURE_LENGTHS=16: expected each feature's length; an encoder-decoder run needs "
+     r"both, e\.g\. \{'inputs': 512, 'targets': 64\}"),
+    ('train-lengths-misspelt-feature', lambda: _train_with(
+        "TASK_FEATURE_LENGTHS={'input': 16, 'targets': 16}"), GinConfigError,
+     r"no length for 'inputs'; 'input' is no feature of this run \(its features: 'inputs', "
+     r"'targets'\)"),
+    ('train-lengths-quoted', lambda: _train_with(
+        "TASK_FEATURE_LENGTHS={'inputs': '16', 'targets': 16}"), GinConfigError,
+     r"'inputs' is '16', not a whole number of at least 1 \(write it unquoted\)"),
+])
+
+
 
 def _left_nothing(run: str) -> Callable[[], None]:
   def check():
@@ -415,7 +443,7 @@ add_cases([
     ('run-on-a-missing-split', _run_on_a_missing_split, TaskConfigError,
      r"Task 'runtime_copy' has no split 'tran'; it has \['train', 'validation'\]"),
     ('lengths-without-targets', _lengths_without_targets, ValueError,
-     r"TASK_FEATURE_LENGTHS=\{'inputs': 8\}: no positive length for \['targets'\]; an "
+     r"TASK_FEATURE_LENGTHS=\{'inputs': 8\}: no length for 'targets'; an "
      r"encoder-decoder run needs both"),
     ('task-vocab-differs-from-model', _vocab_differs,
      TaskConfigError, r"Task 'runtime_copy' feature 'inputs' is tokenized with bytes \(259 ids\), "

@@ -6,6 +6,21 @@ import jax.numpy as jnp
 
 from crosstask.models import remat
 
+class ConfigError(ValueError):
+  """A model setting given wrongly (a binding of the model gin file): the entry points
+  print it as one line, as a gin binding's mistake, not a traceback."""
+
+
+def _is_number(value) -> bool:
+  return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _unquoted(value, macro: str) -> str:
+  """The hint for a number written in quotes: gin reads '0.1' as a string."""
+  return (f" (a string: write the number unquoted, e.g. --gin.{macro}={value})"
+          if isinstance(value, str) else "")
+
+
 _ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "linear")
 _DTYPES = ("float32", "bfloat16", "float16")
 # "auto" is for the runtime's platform profile to replace; the model reads it as the
@@ -126,51 +141,52 @@ class TransformerConfig:
                  "relative_attention_num_buckets", "relative_attention_max_distance"):
       value = getattr(self, name)
       if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"TransformerConfig.{name} must be a positive int, got {value!r}")
+        raise ConfigError(f"TransformerConfig.{name} must be a positive int, got {value!r}")
     if not self.activations or any(a not in _ACTIVATIONS for a in self.activations):
-      raise ValueError(f"TransformerConfig.activations must be a non-empty tuple of "
+      raise ConfigError(f"TransformerConfig.activations must be a non-empty tuple of "
                        f"{_ACTIVATIONS}, got {self.activations!r}")
-    if not 0.0 <= self.dropout_rate < 1.0:
-      raise ValueError(f"TransformerConfig.dropout_rate must be in [0, 1), got {self.dropout_rate!r}")
+    if not _is_number(self.dropout_rate) or not 0.0 <= self.dropout_rate < 1.0:
+      raise ConfigError(f"TransformerConfig.dropout_rate must be a number in [0, 1), got "
+                        f"{self.dropout_rate!r}{_unquoted(self.dropout_rate, 'DROPOUT_RATE')}")
     if self.relative_attention_num_buckets < 2:
-      raise ValueError(f"TransformerConfig.relative_attention_num_buckets must be >= 2, "
+      raise ConfigError(f"TransformerConfig.relative_attention_num_buckets must be >= 2, "
                        f"got {self.relative_attention_num_buckets!r}")
     if (not isinstance(self.decoder_start_id, int) or isinstance(self.decoder_start_id, bool)
         or not 0 <= self.decoder_start_id < self.vocab_size):
-      raise ValueError(f"TransformerConfig.decoder_start_id must be an id in [0, vocab_size="
+      raise ConfigError(f"TransformerConfig.decoder_start_id must be an id in [0, vocab_size="
                        f"{self.vocab_size}), got {self.decoder_start_id!r}")
-    if self.layer_norm_epsilon <= 0:
-      raise ValueError(f"TransformerConfig.layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}")
+    if not _is_number(self.layer_norm_epsilon) or self.layer_norm_epsilon <= 0:
+      raise ConfigError(f"TransformerConfig.layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}")
     if self.remat_policy not in REMAT_POLICIES:
-      raise ValueError(f"TransformerConfig.remat_policy must be one of {REMAT_POLICIES}, "
+      raise ConfigError(f"TransformerConfig.remat_policy must be one of {REMAT_POLICIES}, "
                        f"got {self.remat_policy!r}")
     if self.attention not in ATTENTION_IMPLEMENTATIONS:
-      raise ValueError(f"TransformerConfig.attention must be one of {ATTENTION_IMPLEMENTATIONS}, "
+      raise ConfigError(f"TransformerConfig.attention must be one of {ATTENTION_IMPLEMENTATIONS}, "
                        f"got {self.attention!r}")
     if not isinstance(self.scan_layers, bool):
-      raise ValueError(f"TransformerConfig.scan_layers must be a bool, got {self.scan_layers!r}")
+      raise ConfigError(f"TransformerConfig.scan_layers must be a bool, got {self.scan_layers!r}")
     if self.decode_cross_attention not in DECODE_CROSS_ATTENTION:
-      raise ValueError(f"TransformerConfig.decode_cross_attention must be one of "
+      raise ConfigError(f"TransformerConfig.decode_cross_attention must be one of "
                        f"{DECODE_CROSS_ATTENTION}, got {self.decode_cross_attention!r}")
     if self.beam_self_cache not in BEAM_SELF_CACHE:
-      raise ValueError(f"TransformerConfig.beam_self_cache must be one of {BEAM_SELF_CACHE}, "
+      raise ConfigError(f"TransformerConfig.beam_self_cache must be one of {BEAM_SELF_CACHE}, "
                        f"got {self.beam_self_cache!r}")
     for name in ("fused_qkv", "fused_mlp"):
       if not isinstance(getattr(self, name), bool):
-        raise ValueError(f"TransformerConfig.{name} must be a bool, got {getattr(self, name)!r}")
+        raise ConfigError(f"TransformerConfig.{name} must be a bool, got {getattr(self, name)!r}")
     if not isinstance(self.cross_keys_last, bool):
-      raise ValueError(f"TransformerConfig.cross_keys_last must be a bool, "
+      raise ConfigError(f"TransformerConfig.cross_keys_last must be a bool, "
                        f"got {self.cross_keys_last!r}")
     if self.scan_unroll not in ("auto", "full") and (not isinstance(self.scan_unroll, int)
                                                      or isinstance(self.scan_unroll, bool)
                                                      or self.scan_unroll < 1):
-      raise ValueError(f"TransformerConfig.scan_unroll must be a positive int, 'full' or "
+      raise ConfigError(f"TransformerConfig.scan_unroll must be a positive int, 'full' or "
                        f"'auto', got {self.scan_unroll!r}")
     for name in ("dtype", "param_dtype"):
       if getattr(self, name) not in _DTYPES:
-        raise ValueError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
+        raise ConfigError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
     if self.residual_dtype is not None and self.residual_dtype not in _DTYPES:
-      raise ValueError(f"TransformerConfig.residual_dtype must be None or one of {_DTYPES}, "
+      raise ConfigError(f"TransformerConfig.residual_dtype must be None or one of {_DTYPES}, "
                        f"got {self.residual_dtype!r}")
 
   def layers_per_scan_iteration(self, num_layers: int) -> int:

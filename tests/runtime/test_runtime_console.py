@@ -215,6 +215,25 @@ def test_an_entry_points_error_prints_without_gins_call_notes(capsys):
   assert "STEPS=-1: not a number of steps" in err and "In call to" not in err, err
 
 
+def test_a_model_setting_of_the_wrong_kind_is_one_line(capsys):
+  """`--gin.DROPOUT_RATE="'0.1'"` (a string) is refused by the model's config as a
+  `ConfigError`: one line and exit 2, as a binding's mistake, not 90 lines of traceback."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import gin_utils  # pylint: disable=g-import-not-at-top
+  gin.clear_config()
+  try:
+    with pytest.raises(SystemExit) as stop:
+      gin_utils.run_main(lambda: gin_utils.query('%MODEL'),
+                         [f'--gin_file={rs.TINY}', "--gin.DROPOUT_RATE='0.1'"], what='a test job')
+  finally:
+    gin.clear_config()
+  err = capsys.readouterr().err
+  assert stop.value.code == 2
+  assert err.strip().splitlines() == [
+      "ERROR: TransformerConfig.dropout_rate must be a number in [0, 1), got '0.1' (a string: "
+      "write the number unquoted, e.g. --gin.DROPOUT_RATE=0.1)"], err
+
+
 @pytest.mark.parametrize('fault', ['missing', 'malformed'])
 def test_a_missing_or_malformed_file_is_one_line_unless_verbose(capsys, fault):
   """A data or checkpoint file that is not there, or a data file that is not its format

@@ -324,6 +324,15 @@ def check_count(macro: str, value: Any, least: int) -> None:
                          + (' (unquoted)' if isinstance(value, str) else '') + '.')
 
 
+def check_number(macro: str, value: Any, least: float) -> None:
+  """Refuses a setting that is not a real number of at least `least`, named by its macro,
+  before the job starts: a quoted '1e-3' failed inside the first compiled step."""
+  number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+  if not number or not value >= least:  # NaN too
+    raise GinConfigError(f'{macro}={value!r}: expected a number of at least {least}'
+                         + (' (unquoted)' if isinstance(value, str) else '') + '.')
+
+
 def summarize_gin_config(model_dir: str, summary_writer=None, step: int = 0) -> None:
   """Writes the whole parsed config to MODEL_DIR/config.gin (and to TensorBoard)."""
   text = gin.config_str()
@@ -407,11 +416,13 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     for model_dir in _OUTPUT_DIRS:
       write_operative_config(model_dir)
   except Exception as e:  # pylint: disable=broad-except
+    from crosstask.models import config as model_config  # pylint: disable=import-outside-toplevel
     from crosstask.runtime.data import pipeline  # pylint: disable=import-outside-toplevel
     from crosstask.runtime.sharding import partitioning  # pylint: disable=import-outside-toplevel
-    # A mistake in the configuration: a binding, a task, split or module not there, or a
-    # layout or batch the devices cannot take.
-    if isinstance(e, (GinConfigError, pipeline.TaskConfigError, partitioning.LayoutError)):
+    # A mistake in the configuration: a binding, a model setting, a task, split or module
+    # not there, or a layout or batch the devices cannot take.
+    if isinstance(e, (GinConfigError, model_config.ConfigError, pipeline.TaskConfigError,
+                      partitioning.LayoutError)):
       console.error(str(e))
       raise SystemExit(2)
     from crosstask.runtime.report import faults  # What a run meets, said without a traceback.

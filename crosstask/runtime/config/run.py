@@ -128,6 +128,8 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
   profile = platform.for_mesh(partitioner.mesh) if profile is None else profile
   model = platform.resolve_model(model, profile)
   given = {role: cfg for role, cfg in (datasets or {}).items() if cfg is not None}
+  for cfg in given.values():
+    _check_lengths(cfg.task_feature_lengths)
   matched = {role: data.check_run_dataset(model, cfg, split_read=role in _ALWAYS_READ)
              for role, cfg in given.items()}
   _say_renamed(given, matched)
@@ -149,14 +151,32 @@ def resolve(model: Any, partitioner: partitioning.Partitioner | None = None, *,
              datasets=matched, train_steps=train_steps)
 
 
-def _check_lengths(lengths: Mapping[str, int]) -> None:
-  """An encoder-decoder run needs a positive length for both of its features."""
-  bad = [k for k in ('inputs', 'targets') if not (isinstance(lengths.get(k), int)
-                                                  and lengths[k] > 0)]
-  if bad:
+_FEATURES = ('inputs', 'targets')
+
+
+def _check_lengths(lengths: Any) -> None:
+  """An encoder-decoder run needs a whole positive length for both of its features; a
+  mistake is named before anything is read (a bare 64 or a misspelt key failed deep in
+  the job, a quoted '64' as "no positive length")."""
+  example = "an encoder-decoder run needs both, e.g. {'inputs': 512, 'targets': 64}"
+  if not isinstance(lengths, Mapping):
     raise gin_utils.GinConfigError(
-        f'TASK_FEATURE_LENGTHS={dict(lengths)}: no positive length for {bad}; an '
-        "encoder-decoder run needs both, e.g. {'inputs': 512, 'targets': 64}")
+        f"TASK_FEATURE_LENGTHS={lengths!r}: expected each feature's length; {example}")
+  problems = []
+  for feature in _FEATURES:
+    value = lengths.get(feature)
+    if feature not in lengths:
+      problems.append(f'no length for {feature!r}')
+    elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+      problems.append(f'{feature!r} is {value!r}, not a whole number of at least 1'
+                      + (' (write it unquoted)' if isinstance(value, str) else ''))
+  if problems:
+    others = [k for k in lengths if k not in _FEATURES]
+    if others:
+      problems.append(f'{", ".join(map(repr, others))} is no feature of this run (its '
+                      "features: 'inputs', 'targets')")
+    raise gin_utils.GinConfigError(
+        f'TASK_FEATURE_LENGTHS={dict(lengths)}: {"; ".join(problems)}; {example}')
 
 
 def _say_renamed(given: Mapping[str, data.DatasetConfig],

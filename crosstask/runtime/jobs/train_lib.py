@@ -97,6 +97,7 @@ def train(*,
   checkpoint_cfg = checkpoint_cfg or checkpoints.SaveCheckpointConfig()
   for macro, value, least in (('TRAIN_STEPS', total_steps, 1), ('EVAL_PERIOD', eval_period, 0),
                               ('EVAL_STEPS', eval_steps, 1), ('LOG_EVERY', log_every, 1),
+                              ('RANDOM_SEED', random_seed, 0),
                               ('CHECKPOINT_PERIOD', checkpoint_cfg.period, 1),
                               ('CHECKPOINTS_TO_KEEP', checkpoint_cfg.keep, 1)):
     if not (value is None and macro == 'CHECKPOINTS_TO_KEEP'):  # None keeps every one

@@ -6,9 +6,16 @@ import gin
 import jax.numpy as jnp
 import optax
 
+from crosstask.runtime.config import gin_utils
 from crosstask.runtime.state import adafactor as adafactor_lib
 
 Schedule = Callable[[jnp.ndarray], jnp.ndarray]
+
+
+def _check_rate(base_learning_rate: Any, warmup_steps: Any) -> None:
+  """A quoted '1e-3' failed inside the first compiled step, naming no setting."""
+  gin_utils.check_number('LEARNING_RATE', base_learning_rate, 0)
+  gin_utils.check_count('warmup_steps', warmup_steps, 0)
 
 
 @gin.configurable(module='schedules')
@@ -21,6 +28,8 @@ def rsqrt_decay(base_learning_rate: float = 1.0,
   `warmup_steps` ramp up linearly to the plateau instead of holding it, by
   step / warmup_steps as T5X: step 0 applies a rate of 0.
   """
+  _check_rate(base_learning_rate, warmup_steps)
+
   def schedule(step):
     step = jnp.asarray(step, jnp.float32)
     lr = base_learning_rate * jnp.reciprocal(jnp.sqrt(jnp.maximum(step, warmup_steps)))
@@ -33,6 +42,7 @@ def rsqrt_decay(base_learning_rate: float = 1.0,
 @gin.configurable(module='schedules')
 def constant(base_learning_rate: float = 1e-3, warmup_steps: int = 0) -> Schedule:
   """A constant rate (T5X fine-tuning uses 1e-3 with Adafactor), optional linear warmup."""
+  _check_rate(base_learning_rate, warmup_steps)
   if warmup_steps:
     return optax.join_schedules(
         [optax.linear_schedule(0.0, base_learning_rate, warmup_steps),
@@ -46,6 +56,8 @@ def linear_decay(base_learning_rate: float = 1e-3,
                  warmup_steps: int = 0,
                  end_learning_rate: float = 0.0) -> Schedule:
   """Linear warmup then linear decay to `end_learning_rate` at `total_steps`."""
+  _check_rate(base_learning_rate, warmup_steps)
+  gin_utils.check_number('schedules.linear_decay.end_learning_rate', end_learning_rate, 0)
   return optax.join_schedules(
       [optax.linear_schedule(0.0, base_learning_rate, warmup_steps),
        optax.linear_schedule(base_learning_rate, end_learning_rate,
@@ -89,6 +101,8 @@ def create_optimizer(optimizer_fn: Callable[..., optax.GradientTransformation] =
   """
   if learning_rate is None:
     learning_rate = rsqrt_decay()
+  if not callable(learning_rate):
+    gin_utils.check_number('optimizers.create_optimizer.learning_rate', learning_rate, 0)
   schedule = learning_rate if callable(learning_rate) else optax.constant_schedule(learning_rate)
   tx = optimizer_fn(learning_rate=schedule, param_axes=param_axes)
   if grad_clip_norm:
