@@ -219,6 +219,12 @@ add_cases([
     ('gin-required-macro-unset', lambda: _gin_parse([TINY, 'runs/finetune.gin'], _RUN[1:]),
      Exception, r'Macro MODEL_DIR must be set: the files leave it %gin\.REQUIRED\.\nSet it '
      r'on the command line \(--gin\.MODEL_DIR=VALUE\)'),
+    # A misspelt required macro: gin takes the typo as a macro of its own, and the real
+    # one is unset; the message named only the real one.
+    ('gin-required-macro-misspelt', lambda: _gin_parse(
+        [TINY, 'runs/finetune.gin'], [_RUN[0], 'TRAIN_STEP=3', *_RUN[2:]]),
+     Exception, r'Macro TRAIN_STEPS must be set: the files leave it %gin\.REQUIRED\. '
+     r'--gin\.TRAIN_STEP=3 sets macro TRAIN_STEP, not TRAIN_STEPS\.'),
     ('gin-bad-binding', lambda: _gin_parse([TINY, 'runs/finetune.gin'],
                                            _RUN + ['train_script.train.nope=1']),
      Exception, r'--gin\.train_script\.train\.nope=1'),

@@ -160,9 +160,21 @@ def parse(files: Sequence[str], bindings: Sequence[str],
     name = unset[1] if unset else 'NAME'
     first = (f'Macro {name} must be set: the files leave it %gin.REQUIRED.' if unset
              else str(e))
-    raise GinConfigError(f'{first}\nSet it on the command line (--gin.{name}=VALUE) or in a '
-                         f'gin file; files parsed: {list(files)}') from e
+    raise GinConfigError(f'{first}{_misspelt_hint(name, bindings)}\nSet it on the command line '
+                         f'(--gin.{name}=VALUE) or in a gin file; files parsed: '
+                         f'{list(files)}') from e
   return placed
+
+
+def _misspelt_hint(required: str, bindings: Sequence[str]) -> str:
+  """' --gin.TRAIN_STEP=5 sets macro TRAIN_STEP, not TRAIN_STEPS.' where a binding sets a
+  macro whose name is close to the unset one (gin takes the typo as a macro of its own)."""
+  for binding in bindings:
+    for name in _MACRO_BINDING.findall(binding):
+      if name != required and difflib.get_close_matches(required.upper(), [name.upper()],
+                                                        cutoff=0.8):
+        return f' --gin.{binding.strip()} sets macro {name}, not {required}.'
+  return ''
 
 
 _NO_PARAMETER = re.compile(r"Configurable '([\w.]+)' doesn't have a parameter named '(\w+)'")
