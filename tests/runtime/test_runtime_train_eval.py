@@ -61,6 +61,22 @@ def test_evaluator_num_examples_decodes_the_first_n_of_each_task(tmp_path, capsy
   assert f'{scored.where} already records these numbers' in capsys.readouterr().out
   assert not (log.parent / records.FILENAME).exists()
 
+  # `eval --run_dir` starts from the run's saved config, which binds the training's
+  # macros too; the eval never calls train, so they are refused as any macro it does not
+  # read (EVALUATOR_NUM_EXAMPLES had evaluated the whole split, saying nothing).
+  for macro, meant in (('EVALUATOR_NUM_EXAMPLES=5', 'NUM_EXAMPLES'), ('EVAL_PERIOD=5', None)):
+    gin.clear_config()
+    with pytest.raises(SystemExit):
+      gin_utils.run_main(lambda: None, [f'--run_dir={tmp_path}', f'--gin.{macro}'],
+                         saved_run_job=saved_run.EVAL)
+    err = capsys.readouterr().err
+    assert f'--gin.{macro}: no configuration of this job reads macro' in err, err
+    assert meant is None or f'Did you mean {meant}?' in err, err
+  gin.clear_config()
+  gin_utils.run_main(lambda: None, [f'--run_dir={tmp_path}', '--gin.NUM_EXAMPLES=5'],
+                     saved_run_job=saved_run.EVAL)
+  gin.clear_config()
+
 
 def test_evaluator_num_examples_below_one_is_refused_before_training(tmp_path):
   with pytest.raises(gin_utils.GinConfigError, match='EVALUATOR_NUM_EXAMPLES'):

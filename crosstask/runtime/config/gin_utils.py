@@ -237,8 +237,28 @@ _MACRO_REFERENCE = re.compile(r'%([A-Za-z_]\w*)\b(?!\.)')
 _FILE_MACRO = re.compile(r'([A-Za-z_]\w*)\s*=')
 
 
+# What a trained run's saved config binds for training alone: a job that starts from it
+# (`eval --run_dir`) never calls these, so the macros they read are not read by the job.
+TRAINING_ONLY = ('train_lib.train.', 'train_script.train.', 'train/', 'train_eval/',
+                 'infer_eval/', 'optimizers.', 'schedules.', 'trainer.Trainer.',
+                 'checkpoints.SaveCheckpointConfig.', 'utils.SaveCheckpointConfig.')
+
+
+def _macros_read(not_called: Sequence[str]) -> set[str]:
+  """The macros the parsed config's bindings refer to, but for the bindings of the
+  configurables (selector prefixes) in `not_called`."""
+  read, counted = set(), True
+  for line in gin.config_str().splitlines():
+    if line and not line[0].isspace() and not line.startswith('#'):
+      counted = not line.startswith(tuple(not_called))  # a binding starts; the rest continue
+    if counted:
+      read.update(_MACRO_REFERENCE.findall(line))
+  return read
+
+
 def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = (),
-                      files: Sequence[str] = (), search_paths: Sequence[str] = ()) -> None:
+                      files: Sequence[str] = (), search_paths: Sequence[str] = (),
+                      not_called: Sequence[str] = ()) -> None:
   """Refuses a macro set by `bindings` (the command line's) that nothing reads, and one
   set in a user's gin file among `files` that no crosstask configuration reads.
 
@@ -246,9 +266,11 @@ def check_macros_read(bindings: Sequence[str], read_by_code: Collection[str] = (
   TRAIN_STEPS: a typo, or a macro this job's files never use, would be silently
   ignored. A user's file may set a macro another job reads (one file for train and
   infer), so there only macros no shipped gin file reads are refused. Call after
-  `parse` (with its `search_paths`); `read_by_code` names macros the job queries itself.
+  `parse` (with its `search_paths`); `read_by_code` names macros the job queries itself;
+  `not_called` names configurables (selector prefixes) the job never calls, though its
+  files bind them (a trained run's saved config: `TRAINING_ONLY`).
   """
-  read = set(_MACRO_REFERENCE.findall(gin.config_str())) | set(read_by_code)
+  read = _macros_read(not_called) | set(read_by_code)
 
   def unread(name: str, where: str) -> GinConfigError:
     # gin's macros are case-sensitive: `initial_checkpoint_path` is not the macro.
@@ -412,7 +434,8 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     if run_dir is not None:
       files, bindings = saved_run_job.arguments(run_dir, files, bindings)
     parse(files, bindings, paths)
-    check_macros_read(given, files=given_files, search_paths=paths)
+    check_macros_read(given, files=given_files, search_paths=paths,
+                      not_called=saved_run_job.not_called if run_dir is not None else ())
     from crosstask.runtime.sharding import partitioning
     try:
       partitioning.initialize_distributed()

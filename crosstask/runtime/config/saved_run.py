@@ -53,6 +53,9 @@ class JobFiles:
     return ([config, self.run_file, *files],
             [*carried_bindings(config), *defaults, *bindings])
 
+  # The saved config's training bindings: this job never calls them.
+  not_called = gin_utils.TRAINING_ONLY
+
   @property
   def usage(self) -> str:
     return ("a trained run (its MODEL_DIR): its saved config gives the\n"
@@ -71,6 +74,8 @@ class ResumedRun:
                 ) -> tuple[list[str], list[str]]:
     run_dir = os.path.abspath(run_dir)
     return [saved_config(run_dir), *files], [f'MODEL_DIR = {run_dir!r}', *bindings]
+
+  not_called = ()  # it trains: every binding of the saved config is called
 
   @property
   def usage(self) -> str:
@@ -91,6 +96,8 @@ class ModelFiles:
     run_dir = os.path.abspath(run_dir)
     return ([saved_config(run_dir), self.run_file, *files],
             [f'CHECKPOINT_PATH = {run_dir!r}', *bindings])
+
+  not_called = gin_utils.TRAINING_ONLY
 
   @property
   def usage(self) -> str:
