@@ -37,10 +37,11 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   exec(snippet, module)  # pylint: disable=exec-used
 
   task = seqio.get_mixture_or_task("my_title_task")
-  ex = next(task.get_dataset({"inputs": 32, "targets": 16}, split="validation",
+  ex = next(task.get_dataset({"inputs": 64, "targets": 16}, split="validation",
                              shuffle=False).as_numpy_iterator())
   vocab = task.output_features["targets"].vocabulary
   assert vocab.decode(ex["targets"].tolist()) == "图像识别"
+  assert vocab.decode(ex["inputs"].tolist()) == "摘要->标题 图像识别方法研究"  # an arrow prompt
   scores = {}
   for fn in task.metric_fns:
     scores.update(fn(["图像识别"], ["图像识别"]))
@@ -59,6 +60,10 @@ def test_adding_a_task_and_mixture_snippet(tmp_path, monkeypatch):
   assert sorted(t.name for t in copy.tasks) == [
       vocabularies.task_name(n, sp) for n in ("csl_zh_abstract_to_title", "my_title_task")]
   assert all(t.output_features["targets"].vocabulary is sp for t in copy.tasks)
+  # A row without its title fails naming the file and line (decode_csv named neither).
+  (tmp_path / "dev.tsv").write_text("图像识别方法研究\t图像识别\n只有摘要\n", encoding="utf-8")
+  with pytest.raises(paths.DataError, match=r"dev\.tsv:2: expected 2 tab-separated columns"):
+    list(task.get_dataset({"inputs": 32, "targets": 16}, split="validation", shuffle=False))
 
 
 @pytest.mark.slow(seconds=6)  # a process that imports TensorFlow
