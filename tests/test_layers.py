@@ -19,7 +19,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "crosstask"
 # What each layer may import (besides itself). Vocabularies (and the other leaves) every layer
 # may import; entry points (crosstask/*.py, crosstask/data) may import anything.
 VOCABULARIES = ("crosstask.vocabularies", "crosstask.plain_vocabularies")
-LEAVES = ("paths", "records", "startup", "text", "tracing", "vocabularies")
+LEAVES = ("paths", "records", "startup", "task_modules", "text", "tracing", "vocabularies")
 ALLOWED = {
     "models": set(),
     "runtime": {"models", "metrics", *LEAVES},
@@ -29,6 +29,7 @@ ALLOWED = {
     "paths": set(),
     "records": set(),
     "startup": set(),
+    "task_modules": set(),
     "text": set(),
     "tracing": set(),
 }

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib
 import sys
 
 from crosstask import startup
+from crosstask import task_modules
 
 
 def _matches(name: str, filters: list[str]) -> bool:
@@ -36,15 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     return 2
   startup.quiet_startup(args.verbose)  # Before the task modules load TensorFlow.
   import seqio  # pylint: disable=g-import-not-at-top
-  for module in args.module or ["crosstask.tasks.all"]:
-    try:
-      importlib.import_module(module)
-    except ModuleNotFoundError as e:
-      if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
-        raise  # the module exists and lacks a dependency: its traceback says where
-      print(f"error: --module {module}: not importable from here ({e}); run from the folder "
-            "that holds it or add that folder to PYTHONPATH", file=sys.stderr)
-      return 2
+  try:  # As a run imports its MIXTURE_OR_TASK_MODULE, with the same one-line mistakes.
+    task_modules.import_tasks(args.module or ["crosstask.tasks.all"])
+  except task_modules.TaskConfigError as e:
+    print(f"ERROR: --module: {e}", file=sys.stderr)
+    return 2
   tasks = sorted(n for n in seqio.TaskRegistry.names() if _matches(n, args.list))
   mixtures = sorted(n for n in seqio.MixtureRegistry.names() if _matches(n, args.list))
   for name in tasks:

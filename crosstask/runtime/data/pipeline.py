@@ -7,16 +7,16 @@ vocabulary all the same, and `plain_task` gives a task module's SeqIO-free form.
 
 import dataclasses
 import difflib
-import os
-import re
-import traceback
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import gin
 import jax
 import numpy as np
 
+from crosstask import task_modules
 from crosstask import tracing
+# Re-exported: the runtime's callers name them as pipeline's (`data.import_tasks`).
+from crosstask.task_modules import TaskConfigError, import_tasks, module_names  # pylint: disable=unused-import
 from crosstask.runtime.sharding import partitioning
 
 
@@ -33,64 +33,6 @@ class DatasetConfig:
   use_cached: bool = False
   pack: bool = False
   module: str | Sequence[str] | None = None
-
-
-def import_tasks(module: str | Sequence[str] | None = None) -> None:
-  """Imports the module(s) that register the run's tasks (T5X's DatasetConfig.module).
-
-  Nothing else is imported: registration is opt-in, e.g. 'crosstask.tasks.<benchmark>'.
-  """
-  import importlib
-  for name in module_names(module):
-    try:
-      importlib.import_module(name)
-    except ModuleNotFoundError as e:
-      if e.name is None or not (name == e.name or name.startswith(e.name + '.')):
-        raise  # the module exists and lacks a dependency: its traceback says where
-      raise TaskConfigError(
-          f"MIXTURE_OR_TASK_MODULE names {name!r}, which is not a module importable from "
-          f"here ({e}); a module of your own is imported as Python imports any: run from "
-          "the folder that holds it or add that folder to PYTHONPATH. crosstask's are "
-          "'crosstask.tasks.<benchmark>' (csl, citesum, clue, lot, scirepeval, xbench) and "
-          "'crosstask.tasks.all'") from None
-    except ValueError as e:
-      problem = _registry_problem(e, name)
-      if problem is None:
-        raise  # the module's own mistake: its traceback says where
-      raise TaskConfigError(problem) from None
-
-
-_UNREGISTERED = re.compile(r'Provider name not registered: (?P<name>\S+)')
-_DUPLICATE = re.compile(r'Attempting to register duplicate provider: (?P<name>\S+)')
-
-
-def _registry_problem(error: ValueError, module: str) -> str | None:
-  """SeqIO's registry refusal while `module` registers tasks, as one line at the module's
-  own line (a mixture naming a task not registered, a name registered twice); None for
-  any other error."""
-  import seqio
-  seqio_dir = os.path.dirname(seqio.__file__)
-  frames = [f for f in traceback.extract_tb(error.__traceback__)
-            if not f.filename.startswith(('<', seqio_dir)) and f.filename != __file__]
-  where = f'{frames[-1].filename}:{frames[-1].lineno}: ' if frames else ''
-  if missing := _UNREGISTERED.fullmatch(str(error)):
-    return (f"{where}MIXTURE_OR_TASK_MODULE {module!r} names {missing['name']!r} in a "
-            f"mixture, and no task or mixture of that name is registered.{_close(missing['name'])}"
-            " A mixture's tasks are registered before it: import their module first "
-            "(crosstask's: 'crosstask.tasks.<benchmark>').")
-  if twice := _DUPLICATE.fullmatch(str(error)):
-    return (f"{where}MIXTURE_OR_TASK_MODULE {module!r} registers {twice['name']!r}, a name "
-            "already registered: SeqIO's names are one a process. Give the new task or "
-            "mixture a name of its own.")
-  return None
-
-
-def _close(name: str) -> str:
-  """' Did you mean: ...?' for the registered names close to `name`, else ''."""
-  import seqio
-  known = sorted(set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()))
-  close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
-  return f' Did you mean: {", ".join(close)}?' if close else ''
 
 
 def first_examples(examples: Iterable[Mapping], count: int) -> tuple[list, bool]:
@@ -113,18 +55,6 @@ def _same_question(a: Mapping, b: Mapping) -> bool:
   return 'rank_question' in a and 'rank_question' in b and a['rank_question'] == b['rank_question']
 
 
-def module_names(module: str | Sequence[str] | None) -> list[str]:
-  """MIXTURE_OR_TASK_MODULE's value as a list of module names."""
-  return [module] if isinstance(module, str) else list(module or ())
-
-
-class TaskConfigError(ValueError):
-  """A task, mixture, split or module the configuration names that does not exist or does
-  not register (a mixture of unknown tasks), or a task the model's vocabulary or embedding
-  table cannot read: a mistake in the command line, gin file or task module, which the
-  entry points print as one line (exit 2)."""
-
-
 def get_mixture_or_task(name: str):
   """The registered task or mixture, or an error listing the closest names."""
   import seqio
@@ -134,7 +64,7 @@ def get_mixture_or_task(name: str):
     known = set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names())
     raise TaskConfigError(
         f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
-        f"DatasetConfig.mixture_or_task_name).{_close(name)} {len(known)} are registered; "
+        f"DatasetConfig.mixture_or_task_name).{task_modules.close_names(name)} {len(known)} are registered; "
         "the module that registers it goes in MIXTURE_OR_TASK_MODULE (e.g. "
         "'crosstask.tasks.<benchmark>', or 'crosstask.tasks.all' for every benchmark)."
     ) from None

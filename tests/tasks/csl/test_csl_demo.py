@@ -65,11 +65,24 @@ def test_list_cli_lists_a_module_of_the_researchers_own(capsys, tmp_path, monkey
       "factory.register_mixture('listed_own_mix', ['csl_zh_abstract_to_title',\n"
       "                                            'csl_zh_title_to_category'])\n", "utf-8")
   assert cli.main(["--list", "listed_own_*", "--module", "listed_own_tasks"]) == 2
-  assert capsys.readouterr().err == (
-      "error: --module listed_own_tasks: not importable from here (No module named "
-      "'listed_own_tasks'); run from the folder that holds it or add that folder to "
-      "PYTHONPATH\n")
+  assert capsys.readouterr().err.startswith(
+      "ERROR: --module: MIXTURE_OR_TASK_MODULE names 'listed_own_tasks', which is not a module "
+      "importable from here (No module named 'listed_own_tasks'); a module of your own is "
+      "imported as Python imports any: run from the folder that holds it or add that folder "
+      "to PYTHONPATH.")
   monkeypatch.syspath_prepend(str(tmp_path))
   assert cli.main(["--list", "listed_own_*", "--module", "listed_own_tasks"]) == 0
   assert capsys.readouterr().out.splitlines() == [
       "mixture  listed_own_mix  (2 tasks)", "0 tasks, 1 mixtures"]
+  # A mixture naming a task no module registered: the line of the module, as a run says
+  # it, and close names (it was SeqIO's 34-line traceback).
+  (tmp_path / "listed_typo_tasks.py").write_text(
+      "import crosstask.tasks.csl\n"
+      "from crosstask.tasks.common import factory\n"
+      "factory.register_mixture('listed_typo_mix', ['csl_zh_abstract_to_titel'])\n", "utf-8")
+  assert cli.main(["--list", "--module", "listed_typo_tasks"]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f"ERROR: --module: {tmp_path / 'listed_typo_tasks.py'}:3: "
+                        "MIXTURE_OR_TASK_MODULE 'listed_typo_tasks' names "
+                        "'csl_zh_abstract_to_titel' in a mixture, and no task or mixture of "
+                        "that name is registered. Did you mean: csl_zh_abstract_to_title"), err
