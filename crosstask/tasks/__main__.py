@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
   for name in mixtures:
     print(f"mixture  {name}  ({len(seqio.get_mixture_or_task(name).tasks)} tasks)")
   print(f"{len(tasks)} tasks, {len(mixtures)} mixtures")
+  if not tasks and not mixtures and not args.module:
+    print("(only crosstask's benchmarks were imported: name a module of your own with "
+          "--module NAME)")
   return 0
 
 

@@ -234,6 +234,28 @@ def test_a_model_setting_of_the_wrong_kind_is_one_line(capsys):
       "write the number unquoted, e.g. --gin.DROPOUT_RATE=0.1)"], err
 
 
+def test_a_refused_macro_says_where_it_was_set(capsys, tmp_path):
+  """A count refused by the job (`check_count`) names the user's gin file and line that set
+  it (or the command-line flag): the message named the value alone."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from crosstask.runtime.config import gin_utils  # pylint: disable=g-import-not-at-top
+  mine = tmp_path / 'my.gin'
+  mine.write_text("# my run's settings\n\nBATCH_SIZE = 'four'\n", encoding='utf-8')
+
+  def job():  # what the runtime checks when it resolves the run
+    gin_utils.check_count('BATCH_SIZE', gin_utils.query('%BATCH_SIZE'), 1)
+
+  gin.clear_config()
+  try:
+    with pytest.raises(SystemExit):
+      gin_utils.run_main(job, [f'--gin_file={rs.TINY}', f'--gin_file={mine}'], what='a test job')
+  finally:
+    gin.clear_config()
+  assert capsys.readouterr().err.strip() == (
+      f"ERROR: BATCH_SIZE='four': expected a whole number of at least 1 (unquoted). "
+      f"(set in {mine}, line 3)")
+
+
 @pytest.mark.parametrize('fault', ['missing', 'malformed'])
 def test_a_missing_or_malformed_file_is_one_line_unless_verbose(capsys, fault):
   """A data or checkpoint file that is not there, or a data file that is not its format

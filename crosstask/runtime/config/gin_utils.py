@@ -348,6 +348,34 @@ def call_configured(fn, what: str):
     raise
 
 
+_REFUSED_MACRO = re.compile(r'([A-Z][A-Z0-9_]*)=')
+
+
+def _where_set(message: str, bindings: Sequence[str], files: Sequence[str],
+               search_paths: Sequence[str]) -> str:
+  """' (set by --gin.X=...)' or ' (set in FILE, line N)' for the macro a refusal names
+  (`check_count`'s 'BATCH_SIZE='four': ...'), where the command line or a user's gin file
+  sets it; '' where a shipped file does, or the message names no macro."""
+  refused = _REFUSED_MACRO.match(message)
+  if refused is None:
+    return ''
+  name = refused[1]
+  for binding in reversed(bindings):  # the last setting wins, as in gin
+    if name in _MACRO_BINDING.findall(binding):
+      return f' (set by --gin.{binding.strip()})'
+  setting = re.compile(rf'{name}\s*=')
+  for f in reversed(files):
+    try:
+      path = resolve(f, list(search_paths) + list(DEFAULT_SEARCH_PATHS))
+      lines = pathlib.Path(path).read_text(encoding='utf-8').splitlines()
+    except (GinConfigError, OSError):
+      continue
+    found = [n for n, line in enumerate(lines, 1) if setting.match(line)]
+    if found:
+      return f' (set in {path}, line {found[-1]})'
+  return ''
+
+
 def check_count(macro: str, value: Any, least: int) -> None:
   """Refuses a count that is not a whole number of at least `least`, named by the macro
   the shipped run gins set it with, before the job starts: a quoted '4', a period of 0
@@ -458,7 +486,7 @@ def run_main(fn, argv: Sequence[str] | None = None, what: str = 'the job',
     # not there, or a layout or batch the devices cannot take.
     if isinstance(e, (GinConfigError, model_config.ConfigError, pipeline.TaskConfigError,
                       partitioning.LayoutError)):
-      console.error(str(e))
+      console.error(str(e) + _where_set(str(e), given, given_files, paths))
       raise SystemExit(2)
     from crosstask.runtime.report import faults  # What a run meets, said without a traceback.
     if isinstance(e, faults.Preempted):

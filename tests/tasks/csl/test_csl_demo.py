@@ -64,6 +64,10 @@ def test_list_cli_lists_a_module_of_the_researchers_own(capsys, tmp_path, monkey
       "from crosstask.tasks.common import factory\n"
       "factory.register_mixture('listed_own_mix', ['csl_zh_abstract_to_title',\n"
       "                                            'csl_zh_title_to_category'])\n", "utf-8")
+  assert cli.main(["--list", "listed_own_*"]) == 0  # crosstask's benchmarks only
+  assert capsys.readouterr().out.splitlines() == [
+      "0 tasks, 0 mixtures", "(only crosstask's benchmarks were imported: name a module of "
+      "your own with --module NAME)"]
   assert cli.main(["--list", "listed_own_*", "--module", "listed_own_tasks"]) == 2
   assert capsys.readouterr().err.startswith(
       "ERROR: --module: MIXTURE_OR_TASK_MODULE names 'listed_own_tasks', which is not a module "
