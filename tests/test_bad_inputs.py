@@ -289,16 +289,12 @@ add_cases([
      r'BATCH_SIZE=0: expected a whole number of at least 1'),
     ('train-layout-misspelt', lambda: _train_with("LAYOUT='fdsp'"), LayoutError,
      r"Partitioner\.layout='fdsp' \(gin LAYOUT\): expected one of"),
-])
-
-
-# Values of the wrong type, each of which failed inside the job with a traceback naming
-# no setting: "Only integer scalar arrays can be converted to a scalar index" in
-# Adafactor's update, "PRNG key seed must be an integer; got JitTracer", "'<=' not
-# supported between 'float' and 'str'", "'int' object is not iterable", or "no positive
-# length" for a misspelt feature. A model setting's is a `ConfigError`, which the entry
-# points print as one line, as a binding's.
-add_cases([
+    # Values of the wrong type, each of which failed inside the job with a traceback
+    # naming no setting: "Only integer scalar arrays can be converted to a scalar index"
+    # in Adafactor's update, "PRNG key seed must be an integer; got JitTracer", "'<=' not
+    # supported between 'float' and 'str'", "'int' object is not iterable", or "no
+    # positive length" for a misspelt feature. A model setting's is a `ConfigError`, which
+    # the entry points print as one line, as a binding's.
     ('train-learning-rate-quoted', lambda: _train_with("LEARNING_RATE='1e-3'"), GinConfigError,
      r"LEARNING_RATE='1e-3': expected a number of at least 0 \(unquoted\)"),
     ('train-random-seed-fractional', lambda: _train_with('RANDOM_SEED=1.5'), GinConfigError,
