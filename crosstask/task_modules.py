@@ -71,8 +71,8 @@ def _registry_problem(error: ValueError, module: str) -> str | None:
   if missing := _UNREGISTERED.fullmatch(str(error)):
     return (f"{where}MIXTURE_OR_TASK_MODULE {module!r} names {missing['name']!r} in a "
             "mixture, and no task or mixture of that name is registered."
-            f"{close_names(missing['name'])} A mixture's tasks are registered before it: import their module first "
-            "(crosstask's: 'crosstask.tasks.<benchmark>').")
+            f"{close_names(missing['name'])} A mixture's tasks are registered before it: "
+            "import their module first (crosstask's: 'crosstask.tasks.<benchmark>').")
   if twice := _DUPLICATE.fullmatch(str(error)):
     return (f"{where}MIXTURE_OR_TASK_MODULE {module!r} registers {twice['name']!r}, a name "
             "already registered: SeqIO's names are one a process. Give the new task or "

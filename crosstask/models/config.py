@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from crosstask.models import remat
 
+
 class ConfigError(ValueError):
   """A model setting given wrongly (a binding of the model gin file): the entry points
   print it as one line, as a gin binding's mistake, not a traceback."""
@@ -156,7 +157,8 @@ class TransformerConfig:
       raise ConfigError(f"TransformerConfig.decoder_start_id must be an id in [0, vocab_size="
                        f"{self.vocab_size}), got {self.decoder_start_id!r}")
     if not _is_number(self.layer_norm_epsilon) or self.layer_norm_epsilon <= 0:
-      raise ConfigError(f"TransformerConfig.layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon!r}")
+      raise ConfigError(f"TransformerConfig.layer_norm_epsilon must be > 0, "
+                        f"got {self.layer_norm_epsilon!r}")
     if self.remat_policy not in REMAT_POLICIES:
       raise ConfigError(f"TransformerConfig.remat_policy must be one of {REMAT_POLICIES}, "
                        f"got {self.remat_policy!r}")
@@ -184,7 +186,8 @@ class TransformerConfig:
                        f"'auto', got {self.scan_unroll!r}")
     for name in ("dtype", "param_dtype"):
       if getattr(self, name) not in _DTYPES:
-        raise ConfigError(f"TransformerConfig.{name} must be one of {_DTYPES}, got {getattr(self, name)!r}")
+        raise ConfigError(f"TransformerConfig.{name} must be one of {_DTYPES}, "
+                          f"got {getattr(self, name)!r}")
     if self.residual_dtype is not None and self.residual_dtype not in _DTYPES:
       raise ConfigError(f"TransformerConfig.residual_dtype must be None or one of {_DTYPES}, "
                        f"got {self.residual_dtype!r}")

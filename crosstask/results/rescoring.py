@@ -420,8 +420,9 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
                module: str | Sequence[str] | None = None, vocabulary: str | None = None,
                resamples: int = bootstrap.RESAMPLES) -> records.Record:
   """Scores one infer output and appends the record to `<output_dir>/metrics.jsonl`
-  (by default beside the file, or the subset log's eval records above `first_<N>/`), unless its last record of the task, step and split says
-  the same already (`records.recorded`): a rerun adds no duplicate line.
+  (by default beside the file, or the subset log's eval records above `first_<N>/`),
+  unless its last record of the task, step and split says the same already
+  (`records.recorded`): a rerun adds no duplicate line.
 
   The task is looked up in `module` where given, else in the modules the config of the run
   that wrote the file names (`import_run_modules`).

@@ -382,8 +382,7 @@ def check_count(macro: str, value: Any, least: int) -> None:
   or no checkpoint kept failed late, or ran and kept nothing."""
   whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
   if not whole or value < least:
-    raise GinConfigError(f'{macro}={value!r}: expected a whole number of at least {least}'
-                         + (' (unquoted)' if isinstance(value, str) else '') + '.')
+    raise _refused(macro, value, f'a whole number of at least {least}')
 
 
 def check_number(macro: str, value: Any, least: float) -> None:
@@ -391,8 +390,12 @@ def check_number(macro: str, value: Any, least: float) -> None:
   before the job starts: a quoted '1e-3' failed inside the first compiled step."""
   number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
   if not number or not value >= least:  # NaN too
-    raise GinConfigError(f'{macro}={value!r}: expected a number of at least {least}'
-                         + (' (unquoted)' if isinstance(value, str) else '') + '.')
+    raise _refused(macro, value, f'a number of at least {least}')
+
+
+def _refused(macro: str, value: Any, expected: str) -> GinConfigError:
+  return GinConfigError(f'{macro}={value!r}: expected {expected}'
+                        + (' (unquoted)' if isinstance(value, str) else '') + '.')
 
 
 def summarize_gin_config(model_dir: str, summary_writer=None, step: int = 0) -> None:

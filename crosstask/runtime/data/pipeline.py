@@ -16,7 +16,8 @@ import numpy as np
 from crosstask import task_modules
 from crosstask import tracing
 # Re-exported: the runtime's callers name them as pipeline's (`data.import_tasks`).
-from crosstask.task_modules import TaskConfigError, import_tasks, module_names  # pylint: disable=unused-import
+from crosstask.task_modules import (  # pylint: disable=unused-import
+    TaskConfigError, import_tasks, module_names)
 from crosstask.runtime.sharding import partitioning
 
 
@@ -64,7 +65,8 @@ def get_mixture_or_task(name: str):
     known = set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names())
     raise TaskConfigError(
         f"No SeqIO task or mixture named '{name}' (MIXTURE_OR_TASK_NAME / "
-        f"DatasetConfig.mixture_or_task_name).{task_modules.close_names(name)} {len(known)} are registered; "
+        f"DatasetConfig.mixture_or_task_name).{task_modules.close_names(name)} "
+        f"{len(known)} are registered; "
         "the module that registers it goes in MIXTURE_OR_TASK_MODULE (e.g. "
         "'crosstask.tasks.<benchmark>', or 'crosstask.tasks.all' for every benchmark)."
     ) from None
