@@ -354,8 +354,8 @@ _REFUSED_MACRO = re.compile(r'([A-Z][A-Z0-9_]*)=')
 def _where_set(message: str, bindings: Sequence[str], files: Sequence[str],
                search_paths: Sequence[str]) -> str:
   """' (set by --gin.X=...)' or ' (set in FILE, line N)' for the macro a refusal names
-  (`check_count`'s 'BATCH_SIZE='four': ...'), where the command line or a user's gin file
-  sets it; '' where a shipped file does, or the message names no macro."""
+  (`check_count`'s 'BATCH_SIZE='four': ...'), where a flag or a file named on the command
+  line sets it; '' where only an included file does, or the message names no macro."""
   refused = _REFUSED_MACRO.match(message)
   if refused is None:
     return ''
@@ -363,14 +363,14 @@ def _where_set(message: str, bindings: Sequence[str], files: Sequence[str],
   for binding in reversed(bindings):  # the last setting wins, as in gin
     if name in _MACRO_BINDING.findall(binding):
       return f' (set by --gin.{binding.strip()})'
-  setting = re.compile(rf'{name}\s*=')
   for f in reversed(files):
     try:
       path = resolve(f, list(search_paths) + list(DEFAULT_SEARCH_PATHS))
       lines = pathlib.Path(path).read_text(encoding='utf-8').splitlines()
     except (GinConfigError, OSError):
       continue
-    found = [n for n, line in enumerate(lines, 1) if setting.match(line)]
+    found = [n for n, line in enumerate(lines, 1)
+             if (setting := _FILE_MACRO.match(line)) and setting[1] == name]
     if found:
       return f' (set in {path}, line {found[-1]})'
   return ''
