@@ -32,7 +32,8 @@ def log_file(record: R.Record) -> pathlib.Path | None:
   """The inference log of a record, if it exists: beside the metrics file it was read
   from, or for an eval of NUM_EXAMPLES=N in that folder's `first_N/`. A record labelled
   `validation[:N]` reads `first_N/`; one labelled whole reads the folder's own log, else
-  the largest `first_N/` (an N at least the split's size, or it would be labelled a subset)."""
+  the largest `first_N/` (a run from before whole counts logged beside their records: an
+  N at least the split's size, or it would be labelled a subset)."""
   if not record.where:
     return None
   folder = pathlib.Path(record.where.rsplit(":", 1)[0]).parent

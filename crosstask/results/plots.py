@@ -25,7 +25,7 @@ Curve = dict[int, float]  # step -> value
 class Series:
   """What the figure shows: curves per run, and the table's bars (mean, low, high)."""
   loss: dict[str, Curve]  # run -> training loss a token
-  metrics: dict[str, dict[str, Curve]]  # "task metric" -> run -> curve
+  metrics: dict[str, dict[str, Curve]]  # "task metric (split)" -> run -> curve
   bars: dict[str, dict[str, tuple[float, float | None, float | None]]]  # column -> row -> bar
   # Run or row -> its colour, the same in every panel: a run's curves, and its row's bars
   # (a row pooling several runs' seeds has a colour of its own).
@@ -52,14 +52,17 @@ def training_loss(run_dir: pathlib.Path, tag: str = LOSS_TAG) -> Curve:
 
 
 def metric_curves(run: Run) -> dict[str, Curve]:
-  """Each task's headline metric against step, from every record under the run."""
+  """Each task's headline metric against step, from every record under the run: a curve
+  per split label, as 'task metric (split)', so the first N examples evaluated in training
+  and the whole split evaluated after it are two curves, not one that jumps between them."""
   files = ([run.path] if run.path.is_file() else sorted(run.path.rglob(R.FILENAME))
            if run.path.exists() else [])
   out: dict[str, Curve] = {}
   for record in R.read_many(files):
     key = headline_metric(record.task, record.metrics)
     if key is not None:
-      out.setdefault(f"{record.task} {key}", {})[record.step] = record.metrics[key]
+      name = f"{record.task} {key}" + (f" ({record.split})" if record.split else "")
+      out.setdefault(name, {})[record.step] = record.metrics[key]
   return {name: dict(sorted(curve.items())) for name, curve in out.items()}
 
 
@@ -143,7 +146,7 @@ def draw(data: Series):
     if kind == "loss":
       _curves(ax, content, "training loss a token", "loss", data.colors)
     elif kind == "metric":
-      _curves(ax, content[1], content[0], content[0].rsplit(" ", 1)[-1], data.colors)
+      _curves(ax, content[1], content[0], content[0].split(" ")[1], data.colors)
     else:
       _bars(ax, *content, data.colors)
   for ax in list(axes.flat)[len(panels):]:

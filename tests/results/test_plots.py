@@ -33,8 +33,8 @@ def test_plot_draws_the_records_curves_and_bars(tmp_path, capsys):
   result = table.build([a, b], paper="none")
   data = plots.series(result)
   assert data.loss == {"seed0": LOSSES, "seed1": {s: 2 * v for s, v in LOSSES.items()}}
-  assert data.metrics == {"clue_afqmc accuracy": {"seed0": {10: 50.0, 30: 70.0},
-                                                  "seed1": {10: 40.0, 30: 60.0}}}
+  assert data.metrics == {"clue_afqmc accuracy (validation)": {"seed0": {10: 50.0, 30: 70.0},
+                                                               "seed1": {10: 40.0, 30: 60.0}}}
   (header,) = result.headers()
   ((row, (mean, low, high)),) = data.bars[header].items()
   assert (row, mean) == ("seed0 + seed1", 65.0) and [low, high] == result.rows[0].cells[
@@ -82,3 +82,25 @@ def test_each_run_keeps_its_colour_in_every_panel(tmp_path):
     plt.close(fig)
   from matplotlib import colors  # pylint: disable=g-import-not-at-top
   assert drawn == {"a": {"C0", colors.to_rgb("C0")}, "b": {"C1", colors.to_rgb("C1")}}
+
+
+def test_each_split_label_is_a_curve_of_its_own(tmp_path):
+  # Training evaluates its first 12 examples every few steps, the eval job the whole split
+  # at the end: drawn as one curve, the line jumped from one to the other and the panel
+  # named neither.
+  run = _run(tmp_path, "run", 0, {40: 55.0})
+  records.append(run / "inference_eval", [
+      records.Record(step, "clue_afqmc", {"accuracy": acc}, "a" * 8, split="validation[:12]")
+      for step, acc in ((20, 25.0), (40, 50.0))])
+  data = plots.series(table.build([run], paper="none"))
+  assert data.metrics == {"clue_afqmc accuracy (validation)": {"run": {40: 55.0}},
+                          "clue_afqmc accuracy (validation[:12])": {"run": {20: 25.0, 40: 50.0}}}
+  fig = plots.draw(data)
+  try:
+    titles = {ax.get_title(): ax.get_ylabel() for ax in fig.axes if ax.get_xlabel() == "step"}
+  finally:
+    from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+    plt.close(fig)
+  assert titles == {"training loss a token": "loss",
+                    "clue_afqmc accuracy (validation)": "accuracy",
+                    "clue_afqmc accuracy (validation[:12])": "accuracy"}

@@ -82,13 +82,16 @@ class Evaluator:
     # each task's count differs where it ends on a whole rank question (`_subsets`).
     # A subset's inference logs (`<task>-<step>.jsonl`) go to a folder of their own,
     # `first_<count>/`, so they never overwrite the whole split's; its records go to
-    # `output_dir` as others'.
+    # `output_dir` as others'. A count that takes the whole split is the whole split's eval:
+    # its label, its logs' folder.
     parts = (_subsets(cfg, num_examples) if num_examples
              else {cfg.mixture_or_task_name: (None, True)})
     self._log_dirs = []  # Made at the first evaluation: a failed start leaves no folder.
     self._evaluators = []
     self.splits = {}  # Each task's split label: 'validation[:N]' for a subset.
     for name, (count, whole) in parts.items():
+      if whole:
+        count = None
       log_dir = os.path.join(output_dir, records.subset_log_dir(count)) if count else output_dir
       self._log_dirs.append(log_dir)
       self._evaluators.append(tracing.without_autograph(
