@@ -5,6 +5,7 @@ The tiny test model on runtime_helpers' synthetic tasks, called through gin as
 """
 
 import json
+import re
 
 import gin
 import pytest
@@ -41,6 +42,11 @@ def test_evaluator_num_examples_decodes_the_first_n_of_each_task(tmp_path, capsy
   # its config two folders up) to the eval's own numbers, recorded beside them; run
   # again, it appends nothing.
   _train(tmp_path, 'EVALUATOR_NUM_EXAMPLES=5')
+  # The teacher-forced eval's line: the loss a token and a token accuracy named as such
+  # (a fraction, where the inference eval's accuracy is whole outputs in percent).
+  (line,) = [l for l in capsys.readouterr().out.splitlines() if 'training_eval' in l]
+  assert re.fullmatch(r'step 2 training_eval  loss \d+\.\d{4}/token  '
+                      r'token accuracy [01]\.\d{4} \(teacher-forced\)', line), line
   folder = tmp_path / 'inference_eval'
   recorded = sorted((r['step'], r['task'], r['split'])
                     for r in map(json.loads, (folder / 'metrics.jsonl').open()))

@@ -56,8 +56,24 @@ def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetC
     for metrics in jax.device_get(outs):  # One read-back, not one per batch.
       for k, v in metrics.items():
         sums[k] = sums.get(k, 0.0) + float(v)
-    return {k: v / len(outs) for k, v in sums.items()} if outs else {}
+    means = {k: v / len(outs) for k, v in sums.items()}
+    if sums.get('nonpadding_tokens'):  # As the progress line's: the loss a target token.
+      means['loss_per_token'] = sums.get('cross_ent_loss', 0.0) / sums['nonpadding_tokens']
+    return means
   return evaluate
+
+
+def _train_eval_line(step: int, metrics: dict[str, float]) -> str:
+  """The console's train_eval line: the loss a token and the share of target tokens
+  predicted right under teacher forcing, a fraction as T5X's `accuracy` summary is (the
+  inference eval's accuracy is whole outputs, in percent); every metric stays in the
+  summaries."""
+  parts = [f'step {step} training_eval']
+  if 'loss_per_token' in metrics:
+    parts.append(f'loss {metrics["loss_per_token"]:.4f}/token')
+  if 'accuracy' in metrics:
+    parts.append(f'token accuracy {metrics["accuracy"]:.4f} (teacher-forced)')
+  return '  '.join(parts)
 
 
 @gin.configurable(module='train_script')
@@ -256,8 +272,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
           m = train_eval(state['params'])
           train_eval_writer.write_scalars(step, {f'training_eval/{k}': v for k, v in m.items()})
           train_eval_writer.flush()
-          console.say(f'step {step} training_eval '
-                      + ' '.join(f'{k} {v:.4f}' for k, v in m.items()))
+          console.say(_train_eval_line(step, m))
         if infer_eval is not None and infer_eval.has_tasks:
           res = infer_eval.evaluate(runner, state['params'], step)
           console.say(f'step {step} inference_eval {console.metrics_line(res)}')

@@ -162,8 +162,11 @@ class Progress:
     scalars.update({f'train/{k}': v for k, v in accelerator.items()})
     self.writer.write_scalars(step, scalars)
     self.writer.flush()
-    line = (f'step {step}/{self.total}  loss {avg.get("loss", float("nan")):.4f}  '
-            f'({avg.get("loss_per_token", float("nan")):.3f}/token)  '
+    # The console shows the loss a token, which reads the same at any batch size and
+    # length; the batch's sum (T5X's `train/loss`) stays in the summaries.
+    loss = (f'{avg["loss_per_token"]:.4f}/token' if 'loss_per_token' in avg
+            else f'{avg.get("loss", float("nan")):.4f}')
+    line = (f'step {step}/{self.total}  loss {loss}  '
             f'lr {avg.get("learning_rate", float("nan")):.3g}  {sps:.2f} steps/s  '
             f'{tokens:.0f} tokens/s  ETA {eta:.0f}s')
     if accelerator:
