@@ -349,18 +349,25 @@ def require_labels(task, split: str, exs: Sequence[Mapping], path: str | os.Path
         "python -m crosstask.clue_submissions)")
 
 
+def _call(fn, out: ModelOutputs) -> Mapping[str, Any]:
+  """`fn`'s metrics over `out`, called as the Evaluator calls a metric function of its kind."""
+  kind = _kind(fn)
+  if kind == "scores":
+    return fn(out.targets, out.target_scores)
+  if kind == "aux":
+    return fn(out.targets, out.predictions, {"scores": out.scores})
+  return fn(out.targets, out.predictions)
+
+
 def metrics(task, out: ModelOutputs) -> dict[str, float]:
   """The task's scalar metrics over `out`, each metric function called as the Evaluator does."""
+  return _scalars(task, [(fn, out) for fn in task.metric_fns])
+
+
+def _scalars(task, calls: Sequence[tuple[Any, ModelOutputs]]) -> dict[str, float]:
   found: dict[str, Any] = {}
-  for fn in task.metric_fns:
-    kind = _kind(fn)
-    if kind == "scores":
-      result = fn(out.targets, out.target_scores)
-    elif kind == "aux":
-      result = fn(out.targets, out.predictions, {"scores": out.scores})
-    else:
-      result = fn(out.targets, out.predictions)
-    for key, value in result.items():
+  for fn, out in calls:
+    for key, value in _call(fn, out).items():
       if key in found:
         raise ValueError(f"duplicate metric key {key!r} in task {task.name!r}")
       found[key] = value
@@ -402,8 +409,22 @@ def replicates(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES,
   import warnings  # pylint: disable=g-import-not-at-top
   with warnings.catch_warnings():  # one-example resamples make sklearn warn about empty classes
     warnings.simplefilter("ignore")
-    return bootstrap.replicates(lambda idx: metrics(task, out.take(idx)), len(out), resamples,
-                                example_seed(out), scores)
+    calls = [_for_resampling(fn, out) for fn in task.metric_fns]
+    return bootstrap.replicates(
+        lambda idx: _scalars(task, [(fn, o.take(idx)) for fn, o in calls]), len(out),
+        resamples, example_seed(out), scores)
+
+
+def _for_resampling(fn, out: ModelOutputs) -> tuple[Any, ModelOutputs]:
+  """The metric function a bootstrap draw calls, and the outputs it draws from: `fn` and
+  `out`, or where `fn` reads a property of the whole set (CSL's gold label set, which its
+  official accuracy maps predictions onto), what its `resampling(targets, predictions)`
+  gives: the outputs prepared once over the whole set and the metric of a draw of them."""
+  prepare = getattr(fn, "resampling", None)
+  if prepare is None or out.predictions is None:
+    return fn, out
+  targets, predictions, draw_fn = prepare(out.targets, out.predictions)
+  return draw_fn, dataclasses.replace(out, targets=list(targets), predictions=list(predictions))
 
 
 def intervals(task, out: ModelOutputs, resamples: int = bootstrap.RESAMPLES,

@@ -105,6 +105,34 @@ def test_a_cell_gets_the_interval_of_the_predictions_saved_beside_it(tmp_path):
       result.columns[0]]["ci95"] is None
 
 
+def test_csl_keeps_the_whole_sets_label_mapping_in_every_draw(tmp_path):
+  # An untrained model's outputs are no label; CSL's official accuracy maps each to the
+  # nearest gold label, the set's first where none is near. Mapped again in each draw,
+  # that label was whichever the draw held first: 26.67 got [0.00, 43.33].
+  folder = tmp_path / "run" / "inference_eval"
+  folder.mkdir(parents=True)
+  (folder.parent / "operative_config.gin").write_text(
+      "MIXTURE_OR_TASK_MODULE = 'crosstask.tasks.csl'\n", "utf-8")
+  labels = ["工学", "理学", "理学", "医学"] * 7 + ["工学", "理学"]  # 8 工学 of 30 first
+  log = folder / "csl_zh_title_to_category-000050.jsonl"
+  with open(log, "w", encoding="utf-8") as f:
+    for target in labels:
+      f.write(json.dumps({"input": {}, "target": {"category": target}, "output": "规模规模",
+                          "prediction": {"category": "规模规模"}}, ensure_ascii=False) + "\n")
+  import crosstask.tasks.csl  # pylint: disable=g-import-not-at-top,unused-import
+  task = intervals._task("csl_zh_title_to_category")
+  out = intervals.logged_outputs(log)
+  assert rescoring.metrics(task, out)["accuracy"] == pytest.approx(100 * 8 / 30)
+  draws = rescoring.replicates(task, out, 200)
+  # Every junk output is 工学, the whole set's first label, in every draw: a draw's score
+  # is its share of 工学 papers, the bootstrap of that 0/1 column.
+  correct = np.array([label == "工学" for label in labels], float)
+  expected = bootstrap.replicates(_accuracy(correct), 30, 200, rescoring.example_seed(out))
+  np.testing.assert_allclose(draws["accuracy"], expected["accuracy"])
+  low, high = bootstrap.percentiles(draws["accuracy"])
+  assert 10 <= low < 26.67 < high < 45
+
+
 def test_a_computed_baseline_gets_intervals_and_a_quoted_number_says_why_not(tmp_path):
   """The demo's majority-class baseline is computed over examples: its predictions are saved
   beside its record and resampled. A number quoted from a paper has none to resample."""

@@ -80,14 +80,16 @@ def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
   subset = {r.task: r for r in records.read(eval_dir)
             if r.split != SPLITS[r.task] or r.task == "lot_zh_outgen"}  # the newest, per task
   assert {task: r.split for task, r in subset.items()} == label
+  # A subset's eval logs go to first_2/; OutGen's, whole, where the whole split's are.
+  logged = {task: eval_dir / ("first_2" if label[task] != split else "") / f"{task}-000004.jsonl"
+            for task, split in SPLITS.items()}
   for task, split in SPLITS.items():
     assert (eval_dir / f"{task}-000004.jsonl").read_text() == whole[task]
-    assert len((eval_dir / "first_2" / f"{task}-000004.jsonl").read_text().splitlines()) == 2
+    assert len(logged[task].read_text().splitlines()) == 2
     assert len((infer_dir / f"{task}-{label[task]}.jsonl").read_text().splitlines()) == 2
   assert not (infer_dir / "lot_zh_outgen-validation[:2].jsonl").exists()
   # An eval's log of a rank classification keeps no predictions: it is scored from infer's.
-  logs = [str(eval_dir / "first_2" / f"{task}-000004.jsonl") for task in SPLITS
-          if task != "fewclue_eprstmt_k0_rank"]
+  logs = [str(logged[task]) for task in SPLITS if task != "fewclue_eprstmt_k0_rank"]
   infers = [str(infer_dir / f"{task}-{label[task]}.jsonl") for task in SPLITS]
   with paths.use_data_dir(paths.SAMPLE_DIR):
     assert score.main([*logs, *infers, f"--output_dir={tmp_path / 'subset'}",

@@ -27,10 +27,10 @@ def parse_output(output, example=None, is_target=False, *, schema: Schema, outpu
 
 
 def _score_fields(targets: Sequence[dict], predictions: Sequence[dict], *, schema: Schema,
-                  outputs: Sequence[str]) -> dict:
+                  outputs: Sequence[str], fns: dict[str, Callable] | None = None) -> dict:
   result = {}
   for f in outputs:
-    fn = schema[f].metric_fn
+    fn = schema[f].metric_fn if fns is None else fns.get(f)
     if fn is None:
       continue
     empty = schema[f].empty()
@@ -45,7 +45,30 @@ def field_metrics(schema: Schema, outputs: Sequence[str]) -> Callable:
   outputs = schema.check(outputs, "outputs")
   fn = functools.partial(_score_fields, schema=schema, outputs=outputs)
   fn.__name__ = f"{schema.name}_field_metrics"  # seqio logs metric fns by name
+  if any(getattr(schema[f].metric_fn, "resampling", None) for f in outputs):
+    fn.resampling = functools.partial(_fields_for_resampling, schema=schema, outputs=outputs)
   return fn
+
+
+def _fields_for_resampling(targets: Sequence[dict], predictions: Sequence[dict], *,
+                           schema: Schema, outputs: Sequence[str]
+                           ) -> tuple[list[dict], list[dict], Callable]:
+  """`field_metrics`' resampling (`rescoring.replicates`): each field whose metric_fn
+  has a `resampling` prepared by it over the whole set, and the fields' metrics of a draw."""
+  targets, predictions = [dict(t) for t in targets], [dict(p) for p in predictions]
+  fns = {}
+  for f in outputs:
+    fn = schema[f].metric_fn
+    prepare = getattr(fn, "resampling", None)
+    if prepare is not None:
+      empty = schema[f].empty()
+      gold, mapped, fn = prepare([t[f] for t in targets], [p.get(f, empty) for p in predictions])
+      for rows, values in ((targets, gold), (predictions, mapped)):
+        for row, value in zip(rows, values):
+          row[f] = value
+    fns[f] = fn
+  return targets, predictions, functools.partial(_score_fields, schema=schema, outputs=outputs,
+                                                 fns=fns)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -60,6 +60,15 @@ def label_metrics(targets, predictions) -> dict:
   return ev.classification_csl(targets, predictions)
 
 
+def _label_resampling(targets, predictions):
+  from crosstask.metrics import csl_official  # pylint: disable=g-import-not-at-top
+  return csl_official.classification_csl_resampling(targets, predictions)
+
+
+# A bootstrap draw keeps the whole set's mapping to labels (`rescoring.replicates`).
+label_metrics.resampling = _label_resampling
+
+
 SCHEMA = Schema("csl", (
     Field("title", {"zh": "标题", "en": "Title"}, metric_fn=text_metrics),
     Field("abstract", {"zh": "摘要", "en": "Abstract"}, metric_fn=text_metrics),
