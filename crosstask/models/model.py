@@ -11,6 +11,7 @@ otherwise `prompt_with_targets=True` forces the leading nonzero tokens of
 """
 
 import dataclasses
+import difflib
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -180,18 +181,32 @@ class EncoderDecoderModel:
                        prompt_with_targets: bool) -> dict[str, Any]:
     """_predict_loop's static keyword arguments, once decoder_params are checked."""
     if num_decodes < 1:
-      raise ValueError(f"num_decodes must be >= 1, got {num_decodes!r}")
+      raise config_lib.ConfigError(f"num_decodes must be >= 1, got {num_decodes!r}")
     merged = {**self.default_decoder_params, **(decoder_params or {})}
+    name = getattr(self.decode_fn, "__name__", "decode_fn")
     unknown = set(merged) - self._decode_args
     if unknown:
-      raise ValueError(f"decoder_params {sorted(unknown)} are not arguments of decode_fn")
+      settable = sorted(self._decode_args - _SET_BY_MODEL - {"prompt", "cache",
+                                                              "tokens_to_logits"})
+      hints = [f"{u!r}: did you mean {close[0]!r}?" for u in sorted(unknown)
+               if (close := difflib.get_close_matches(u, settable, n=1))]
+      raise config_lib.ConfigError(
+          f"decoder_params {sorted(unknown)} are not arguments of {name}; it takes "
+          f"{settable}" + (f" ({'; '.join(hints)})" if hints else ""))
     reserved = set(merged) & _SET_BY_MODEL
     if reserved:
-      raise ValueError(f"decoder_params {sorted(reserved)} are set by the model "
-                       "(use predict_batch's num_decodes / rng, the vocabulary's eos_id, or "
-                       "TransformerConfig.beam_self_cache for reorder_cache)")
+      raise config_lib.ConfigError(
+          f"decoder_params {sorted(reserved)} are set by the model (use predict_batch's "
+          "num_decodes / rng, the vocabulary's eos_id, or TransformerConfig.beam_self_cache "
+          "for reorder_cache)")
     if num_decodes > 1 and "num_decodes" not in self._decode_args:
-      raise ValueError("num_decodes > 1 but decode_fn takes no num_decodes")
+      raise config_lib.ConfigError(f"num_decodes={num_decodes} but {name} takes no num_decodes")
+    if num_decodes > 1 and "temperature" in self._decode_args and merged.get("temperature") == 0:
+      # Greedy is one decode: more would be copies of it, and a beam never searched.
+      raise config_lib.ConfigError(
+          f"num_decodes={num_decodes} with greedy decoding ({name}, temperature 0) gives "
+          f"{num_decodes} copies of one decode: add --gin_file=beam_search.gin after the "
+          "model gin file for a beam of num_decodes, or set a temperature to sample")
     return dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
                 prompt_with_targets=prompt_with_targets)
 

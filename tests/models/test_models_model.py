@@ -12,6 +12,7 @@ import pytest
 import numpy_params
 from crosstask.models import decoding
 from crosstask.models import losses
+from crosstask.models.config import ConfigError
 from crosstask.models.config import TransformerConfig
 from crosstask.models.model import EncoderDecoderModel
 from crosstask.models.network import Transformer
@@ -210,6 +211,21 @@ def test_bad_inputs_name_the_parameter(params):
       _model().predict_batch(params, batch, decoder_params={name: value})
   with pytest.raises(ValueError, match="input_shapes.*decoder_input_tokens"):
     _model().get_initial_variables(jax.random.PRNGKey(0), {"encoder_input_tokens": (1, 4)})
+
+
+def test_decoding_settings_a_job_gets_wrong_are_config_errors(params):
+  # One line at the entry points (ConfigError), naming what the decoding function takes.
+  batch = _batch()
+  beam = EncoderDecoderModel(Transformer(CFG), VOCAB, VOCAB, decode_fn=decoding.beam_search)
+  with pytest.raises(ConfigError, match=r"decoder_params \['alpa'\] are not arguments of "
+                     r"beam_search; it takes \[.*'alpha'.*\] \('alpa': did you mean 'alpha'\?\)"):
+    beam.predict_batch(params, batch, decoder_params={"alpa": 0.6})
+  # Greedy with several decodes gave one decode's copies, scored as greedy, with no word.
+  with pytest.raises(ConfigError, match="num_decodes=4 with greedy decoding .*=beam_search.gin"):
+    _model().predict_batch(params, batch, num_decodes=4)
+  sampled = _model(default_decoder_params={"temperature": 0.7})
+  assert sampled.predict_batch(params, batch, jax.random.PRNGKey(0), num_decodes=2,
+                               return_all_decodes=True).shape[1] == 2
 
 
 def test_a_model_starts_from_the_decoder_params_its_decoding_function_declares(params):
