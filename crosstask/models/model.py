@@ -205,8 +205,9 @@ class EncoderDecoderModel:
       # Greedy is one decode: more would be copies of it, and a beam never searched.
       raise config_lib.ConfigError(
           f"num_decodes={num_decodes} with greedy decoding ({name}, temperature 0) gives "
-          f"{num_decodes} copies of one decode: add --gin_file=beam_search.gin after the "
-          "model gin file for a beam of num_decodes, or set a temperature to sample")
+          f"{num_decodes} copies of one decode: add --gin_file=beam_search.gin (after the "
+          "model gin file, where one is named) for a beam of num_decodes, or set a "
+          "temperature to sample")
     return dict(decoder_items=tuple(sorted(merged.items())), num_decodes=num_decodes,
                 prompt_with_targets=prompt_with_targets)
 
