@@ -88,3 +88,23 @@ def test_evaluator_num_examples_below_one_is_refused_before_training(tmp_path):
   with pytest.raises(gin_utils.GinConfigError, match='EVALUATOR_NUM_EXAMPLES'):
     _train(tmp_path / 'run', 'EVALUATOR_NUM_EXAMPLES=0')
   assert not (tmp_path / 'run').exists()
+
+
+def test_a_start_that_fails_closes_the_checkpoint_manager(tmp_path, monkeypatch):
+  # A missing INITIAL_CHECKPOINT_PATH failed after MODEL_DIR's checkpoint manager opened;
+  # left open, its background clean-up was cut off at exit and orbax printed a traceback
+  # under the one-line error.
+  from crosstask.runtime.state import checkpoints
+  real_manager, opened, closed = checkpoints.manager, [], []
+
+  def manager(*args, **kwargs):
+    mgr = real_manager(*args, **kwargs)
+    close = mgr.close
+    mgr.close = lambda: (closed.append(mgr), close())
+    opened.append(mgr)
+    return mgr
+
+  monkeypatch.setattr(checkpoints, 'manager', manager)
+  with pytest.raises(FileNotFoundError, match='Checkpoint path .*missing_ckpt does not exist'):
+    _train(tmp_path / 'run', f"INITIAL_CHECKPOINT_PATH='{tmp_path / 'missing_ckpt'}'")
+  assert len(opened) == 1 and closed == opened

@@ -167,7 +167,7 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   train_dataset_cfg = run.dataset('train')
   train_eval_dataset_cfg = run.dataset('train_eval')
   infer_eval_dataset_cfg = run.dataset('infer_eval')
-  checkpoint_cfg, restore_checkpoint_cfg = job.checkpoint_cfg, job.restore_checkpoint_cfg
+  checkpoint_cfg = job.checkpoint_cfg
   eval_period = job.eval_period
   tx, schedule = job.optimizer_fn(param_axes=run.param_axes)
   trainer = trainer_lib.Trainer(run, tx, schedule)
@@ -175,75 +175,63 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   writer = progress.writer(os.path.join(model_dir, 'train'))
   partitioning.wait_for_all_processes('crosstask_train_setup')
   mgr = checkpoints.manager(model_dir, checkpoint_cfg)
-  latest = mgr.latest_step()
-  consumed = skipped = 0
-  if latest is not None:
-    state, saved = checkpoints.restore_with_progress(mgr, latest, trainer.abstract_state())
-    consumed, skipped = saved['batches_consumed'], saved.get('skipped_nonfinite', 0)
-    _check_same_input(saved.get('input'), _input_record(train_dataset_cfg),
-                      f'{model_dir}/{checkpoints.STEP_PREFIX}_{latest}')
-    console.say(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at '
-                f'step {latest} after {consumed} batches.')
-  elif restore_checkpoint_cfg and restore_checkpoint_cfg.path:
-    params = checkpoints.load_params(restore_checkpoint_cfg.path, trainer.abstract_params(),
-                                     run.vocabularies, run.model_config)
-    state = trainer.state_from_params(params)
-    del params  # Donated to the state; no second copy for the run.
-    console.say(f'Initialised parameters from {restore_checkpoint_cfg.path}.')
-  else:
-    state = trainer.init_state(job.random_seed)
-  start = int(jax.device_get(state['step']))
-  if start >= total_steps:
-    console.say(f'{model_dir} is at step {start}, TRAIN_STEPS={total_steps}: nothing to '
-                'train (raise TRAIN_STEPS to continue).')
-
-  train_eval = infer_eval = runner = None
-  if eval_period and infer_eval_dataset_cfg is not None:
-    from crosstask.runtime.predict import evaluation
-    infer_eval = evaluation.Evaluator(infer_eval_dataset_cfg,
-                                      os.path.join(model_dir, 'inference_eval'),
-                                      progress.writer(os.path.join(model_dir, 'inference_eval')),
-                                      num_examples=job.evaluator_num_examples)
-    runner = inference.Inference(model, partitioner, trainer.param_shardings,
-                                 infer_eval_dataset_cfg.batch_size)
-  if eval_period and train_eval_dataset_cfg is not None:
-    train_eval = _teacher_forced_eval(model, partitioner, trainer.param_shardings,
-                                      train_eval_dataset_cfg, job.eval_steps)
-    train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
-
-  iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed,
-                           partitioner.host_input(train_dataset_cfg.batch_size))
-  partitioning.wait_for_all_processes('crosstask_train_loop')
-  saves_input = None  # Known once the iterator has produced a batch.
-  # Placed once as the step expects it (replicated), not re-transferred every step;
-  # made by a jitted call, since device_put cannot place onto other hosts' devices.
-  with partitioner.context():
-    rng = jax.jit(lambda: jax.random.key(job.random_seed + 1),
-                  out_shardings=partitioner.replicated)()
-  report = progress.Progress(
-      total_steps, start, writer, every=job.log_every,
-      hw=progress.hardware(list(partitioner.mesh.devices.flat),
-                           model_flops.of_input_shapes(model, run.input_shapes)))
-  step = saved_step = start
-  pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).
-
-  def check_pending():
-    nonlocal pending, skipped
-    if pending is not None:
-      skipped += _check_finite(*pending, trainer, model, train_dataset_cfg, mgr, model_dir,
-                               skipped)
-      pending = None
-
-  def save(at: int):
-    nonlocal saved_step, saves_input
-    check_pending()  # Never save a step that was not checked.
-    if saves_input is None:
-      saves_input = _saves_input(train_dataset_cfg, iterator)
-    checkpoints.save(mgr, at, state, consumed, iterator if saves_input else None,
-                     input_record=_input_record(train_dataset_cfg), skipped_nonfinite=skipped)
-    saved_step = at
-
+  # From here on the manager is closed however the run ends: one left open when setting
+  # up failed (a missing INITIAL_CHECKPOINT_PATH) had its background clean-up of temporary
+  # folders cut off by the interpreter's exit, and orbax printed a traceback after the error.
   try:
+    latest = mgr.latest_step()
+    state, consumed, skipped = _initial_state(job, trainer, mgr, latest)
+    start = int(jax.device_get(state['step']))
+    if start >= total_steps:
+      console.say(f'{model_dir} is at step {start}, TRAIN_STEPS={total_steps}: nothing to '
+                  'train (raise TRAIN_STEPS to continue).')
+
+    train_eval = infer_eval = runner = None
+    if eval_period and infer_eval_dataset_cfg is not None:
+      from crosstask.runtime.predict import evaluation
+      infer_eval = evaluation.Evaluator(infer_eval_dataset_cfg,
+                                        os.path.join(model_dir, 'inference_eval'),
+                                        progress.writer(os.path.join(model_dir, 'inference_eval')),
+                                        num_examples=job.evaluator_num_examples)
+      runner = inference.Inference(model, partitioner, trainer.param_shardings,
+                                   infer_eval_dataset_cfg.batch_size)
+    if eval_period and train_eval_dataset_cfg is not None:
+      train_eval = _teacher_forced_eval(model, partitioner, trainer.param_shardings,
+                                        train_eval_dataset_cfg, job.eval_steps)
+      train_eval_writer = progress.writer(os.path.join(model_dir, 'training_eval'))
+
+    iterator = _input_stream(train_dataset_cfg, mgr, latest, consumed,
+                             partitioner.host_input(train_dataset_cfg.batch_size))
+    partitioning.wait_for_all_processes('crosstask_train_loop')
+    saves_input = None  # Known once the iterator has produced a batch.
+    # Placed once as the step expects it (replicated), not re-transferred every step;
+    # made by a jitted call, since device_put cannot place onto other hosts' devices.
+    with partitioner.context():
+      rng = jax.jit(lambda: jax.random.key(job.random_seed + 1),
+                    out_shardings=partitioner.replicated)()
+    report = progress.Progress(
+        total_steps, start, writer, every=job.log_every,
+        hw=progress.hardware(list(partitioner.mesh.devices.flat),
+                             model_flops.of_input_shapes(model, run.input_shapes)))
+    step = saved_step = start
+    pending = None  # The last step, checked for NaN/Inf one step late (see `_check_finite`).
+
+    def check_pending():
+      nonlocal pending, skipped
+      if pending is not None:
+        skipped += _check_finite(*pending, trainer, model, train_dataset_cfg, mgr, model_dir,
+                                 skipped)
+        pending = None
+
+    def save(at: int):
+      nonlocal saved_step, saves_input
+      check_pending()  # Never save a step that was not checked.
+      if saves_input is None:
+        saves_input = _saves_input(train_dataset_cfg, iterator)
+      checkpoints.save(mgr, at, state, consumed, iterator if saves_input else None,
+                       input_record=_input_record(train_dataset_cfg), skipped_nonfinite=skipped)
+      saved_step = at
+
     while step < total_steps:
       batch = data.to_numpy(next(iterator))
       state, metrics = trainer.train_step(state, partitioner.shard_batch(batch), rng)
@@ -289,6 +277,29 @@ def _train(job: TrainJob, preemption: faults.PreemptionWatcher) -> tuple[int, di
   if skipped:
     console.say(f'Skipped {skipped} batches with a non-finite loss.')
   return step, report.last  # The final step is always a report step.
+
+
+def _initial_state(job: TrainJob, trainer: trainer_lib.Trainer, mgr, latest: int | None
+                   ) -> tuple[Any, int, int]:
+  """(state, batches consumed, batches skipped): MODEL_DIR's newest checkpoint, else the
+  parameters of INITIAL_CHECKPOINT_PATH, else a fresh initialisation."""
+  run, model_dir, restore = job.run, job.model_dir, job.restore_checkpoint_cfg
+  if latest is not None:
+    state, saved = checkpoints.restore_with_progress(mgr, latest, trainer.abstract_state())
+    consumed, skipped = saved['batches_consumed'], saved.get('skipped_nonfinite', 0)
+    _check_same_input(saved.get('input'), _input_record(run.dataset('train')),
+                      f'{model_dir}/{checkpoints.STEP_PREFIX}_{latest}')
+    console.say(f'Restored {model_dir}/{checkpoints.STEP_PREFIX}_{latest}: continuing at '
+                f'step {latest} after {consumed} batches.')
+    return state, consumed, skipped
+  if restore and restore.path:
+    params = checkpoints.load_params(restore.path, trainer.abstract_params(),
+                                     run.vocabularies, run.model_config)
+    state = trainer.state_from_params(params)
+    del params  # Donated to the state; no second copy for the run.
+    console.say(f'Initialised parameters from {restore.path}.')
+    return state, 0, 0
+  return trainer.init_state(job.random_seed), 0, 0
 
 
 # What the saved input position is a position in, by the macro that sets it.
