@@ -194,6 +194,32 @@ def test_train_refuses_a_hugging_face_folder_that_reads_text_otherwise(tmp_path,
   assert not list((tmp_path / 'm').glob('checkpoint_*'))
 
 
+def test_eval_refuses_another_vocabularys_checkpoint_before_reading_data(tmp_path, clean_gin,
+                                                                        capsys):
+  """Eval with the vocabulary left out: the refusal comes first, not after the data was
+  read and warned about with the wrong vocabulary (inputs cut at TASK_FEATURE_LENGTHS)."""
+  import numpy as np
+  from crosstask.models import hf_import
+  from crosstask.runtime.jobs import eval_lib
+  from crosstask.runtime.report import faults
+  import runtime_helpers
+  gin_utils.parse([rs.TINY, 'runs/eval.gin'],
+                  [f"EVAL_OUTPUT_DIR='{tmp_path / 'eval'}'",
+                   "MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
+                   "MIXTURE_OR_TASK_MODULE='runtime_helpers'",
+                   "TASK_FEATURE_LENGTHS={'inputs': 4, 'targets': 4}",
+                   f"CHECKPOINT_PATH='{tmp_path / 'published'}'"])
+  config = gin_utils.query('%MODEL').module.config
+  zeros = jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), hf_import.abstract_params(config))
+  hf_import.save_hf_checkpoint(tmp_path / 'published', config, zeros, vocabularies.get(
+      runtime_helpers.sentencepiece_model(tmp_path / 'sp')))
+  capsys.readouterr()
+  with pytest.raises(faults.CheckpointMismatchError, match='published was trained with'):
+    eval_lib.evaluate()
+  out, err = capsys.readouterr()
+  assert 'longer than' not in out + err and not (tmp_path / 'eval').exists()
+
+
 def test_run_configs_resolve_from_search_paths(clean_gin):
   gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
                   ["MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='x'",

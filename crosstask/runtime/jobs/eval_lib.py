@@ -21,6 +21,9 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
   partitioner, output_dir, num_examples, prompt_with_targets, num_decodes).
   """
   restoring.check_output_dir(job.output_dir, 'EVAL_OUTPUT_DIR')
+  selected = restoring.checkpoint_dirs(job.restore_checkpoint_cfg)
+  for _, state_dir in selected:  # Before the data is read, and warned about, with the wrong one.
+    checkpoints.check_vocabulary(state_dir, job.run.vocabularies)
   evaluator = evaluation.Evaluator(job.dataset_cfg, job.output_dir,
                                    progress.writer(job.output_dir),
                                    num_examples=job.num_examples)
@@ -29,7 +32,7 @@ def evaluate(job: restoring.CheckpointJob) -> dict[int, dict]:
                      f"evaluate on split '{job.dataset_cfg.split}'.")
   abstract_params, runner = job.inference_runner()
   results = {}
-  for step, state_dir in restoring.checkpoint_dirs(job.restore_checkpoint_cfg):
+  for step, state_dir in selected:
     params = checkpoints.load_params(state_dir, abstract_params, job.run.vocabularies,
                                      job.run.model_config)
     if not results:  # Once a checkpoint has loaded: a failed start leaves them as they were.
