@@ -256,6 +256,9 @@ def _cli_error(argv, capsys) -> str:
 def test_unknown_topology_lists_valid_names(capsys):
   err = _cli_error(['--gin_file=' + TINY, '--topology=v9x:2x2'], capsys)
   assert "Unknown topology 'v9x:2x2'" in err and 'v5e:2x4' in err and 'v5p-8' in err
+  # A GPU's name, as the README's calibrated H100/H200 invite, is told how a GPU is planned.
+  err = _cli_error(['--gin_file=' + TINY, '--topology=h100'], capsys)
+  assert "--topology='h100' is a GPU (H100)" in err and '--topology=local on that machine' in err
 
 
 def test_an_unknown_layout_is_named_without_gins_call_note(capsys):

@@ -151,6 +151,12 @@ def parse(name: str, num_slices: int | None = None) -> Topology:
   text = ACCELERATOR_TYPES.get(text, text)
   match = re.fullmatch(r'(v[0-9a-z]+):(\d+(?:x\d+)*)', text)
   if not match or match.group(1) not in CHIPS:
+    gpu = chip_for_device_kind(name)
+    if gpu is not None:  # No compile-only GPU devices exist, as libtpu's TPU ones do.
+      raise TopologyError(
+          f'--topology={name!r} is a GPU ({gpu.name}): XLA compiles for a GPU only on one. '
+          'Run crosstask.compile with --topology=local on that machine; its prediction '
+          f'reads the {gpu.name} row of the chip table. Ahead of time: {valid_names()}.')
     raise TopologyError(f'Unknown topology {name!r}; valid: {valid_names()}.')
   chip = CHIPS[match.group(1)]
   grid = tuple(int(d) for d in match.group(2).split('x'))
