@@ -64,7 +64,8 @@ def test_a_cpu_has_neither_field(monkeypatch):
   line, scalars = _report(hw, monkeypatch)
   assert 'MFU' not in line and ' mem ' not in line and line.endswith('ETA 0s')
   # The loss a token (3.0 summed over 100 tokens), not the batch's sum, which TensorBoard keeps.
-  assert line.startswith('step 2/2  loss 0.0300/token  lr nan  0.50 steps/s  ')
+  assert line.startswith('step 2/2  loss 0.0300/token  lr nan  0.50 steps/s  '
+                         '50 target tokens/s  ')  # 2 steps of 100 target tokens in 4 s
   assert scalars['train/loss'] == 3.0 and scalars['train/loss_per_token'] == pytest.approx(0.03)
   assert not {'train/mfu', 'train/memory_gib', 'train/peak_memory_gib'} & set(scalars)
   assert scalars['train/steps_per_sec'] == 0.5

@@ -168,7 +168,7 @@ class Progress:
             else f'{avg.get("loss", float("nan")):.4f}')
     line = (f'step {step}/{self.total}  loss {loss}  '
             f'lr {avg.get("learning_rate", float("nan")):.3g}  {sps:.2f} steps/s  '
-            f'{tokens:.0f} tokens/s  ETA {eta:.0f}s')
+            f'{tokens:.0f} target tokens/s  ETA {eta:.0f}s')  # Non-padding targets only.
     if accelerator:
       line += '  ' + describe_accelerator(accelerator)
     self.echo(line)
