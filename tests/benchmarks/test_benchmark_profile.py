@@ -117,6 +117,7 @@ def test_h100_kernel_names_map_to_their_ops_and_categories():
     assert trace_categories.categorize(kernel, ops) == category, kernel
 
 
+@pytest.mark.slow(seconds=6)
 def test_a_saved_trace_reads_back_to_the_same_breakdown(tmp_path):
   row = gpu_spec.parse("decode:tiny:1:4")
   lengths = Lengths(32, 16, 4)

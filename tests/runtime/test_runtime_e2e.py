@@ -194,6 +194,7 @@ def test_train_refuses_a_hugging_face_folder_that_reads_text_otherwise(tmp_path,
   assert not list((tmp_path / 'm').glob('checkpoint_*'))
 
 
+@pytest.mark.slow(seconds=5)
 def test_eval_refuses_another_vocabularys_checkpoint_before_reading_data(tmp_path, clean_gin,
                                                                         capsys):
   """Eval with the vocabulary left out: the refusal comes first, not after the data was

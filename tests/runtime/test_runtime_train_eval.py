@@ -90,6 +90,7 @@ def test_evaluator_num_examples_below_one_is_refused_before_training(tmp_path):
   assert not (tmp_path / 'run').exists()
 
 
+@pytest.mark.slow(seconds=5)
 def test_a_start_that_fails_closes_the_checkpoint_manager(tmp_path, monkeypatch):
   # A missing INITIAL_CHECKPOINT_PATH failed after MODEL_DIR's checkpoint manager opened;
   # left open, its background clean-up was cut off at exit and orbax printed a traceback
