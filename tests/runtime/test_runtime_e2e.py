@@ -168,24 +168,30 @@ def _gin_value(selector: str):
   return ref.scoped_configurable_fn() if hasattr(ref, 'scoped_configurable_fn') else ref
 
 
+def _publish_with_sentencepiece(tmp_path):
+  """Writes `tmp_path/published`: the parsed MODEL's shape as a Hugging Face folder that
+  carries a 300-piece SentencePiece model of its own (zero weights)."""
+  import numpy as np
+  from crosstask.models import hf_import
+  import runtime_helpers
+  config = gin_utils.query('%MODEL').module.config
+  zeros = jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), hf_import.abstract_params(config))
+  hf_import.save_hf_checkpoint(tmp_path / 'published', config, zeros, vocabularies.get(
+      runtime_helpers.sentencepiece_model(tmp_path / 'sp')))
+
+
 def test_train_refuses_a_hugging_face_folder_that_reads_text_otherwise(tmp_path, clean_gin):
   """A published checkpoint carries its SentencePiece model; fine-tuning it with the model
   gin file's default vocabulary (bytes) stops before the first step, naming the fix."""
-  import numpy as np
-  from crosstask.models import hf_import
   from crosstask.runtime.jobs import train_lib
   from crosstask.runtime.report import faults
-  import runtime_helpers
   gin_utils.parse([rs.TINY, 'runs/finetune.gin'],
                   [f"MODEL_DIR='{tmp_path / 'm'}'", 'TRAIN_STEPS=3',
                    "MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
                    "MIXTURE_OR_TASK_MODULE='runtime_helpers'",
                    "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}",
                    f"INITIAL_CHECKPOINT_PATH='{tmp_path / 'published'}'"])
-  config = gin_utils.query('%MODEL').module.config
-  zeros = jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), hf_import.abstract_params(config))
-  hf_import.save_hf_checkpoint(tmp_path / 'published', config, zeros, vocabularies.get(
-      runtime_helpers.sentencepiece_model(tmp_path / 'sp')))
+  _publish_with_sentencepiece(tmp_path)
   with pytest.raises(faults.CheckpointMismatchError,
                      match=r"published was trained with the SentencePiece model .*published/"
                            r"spiece\.model \(300 pieces; the folder's own tokenizer\), but the "
@@ -199,21 +205,15 @@ def test_eval_refuses_another_vocabularys_checkpoint_before_reading_data(tmp_pat
                                                                         capsys):
   """Eval with the vocabulary left out: the refusal comes first, not after the data was
   read and warned about with the wrong vocabulary (inputs cut at TASK_FEATURE_LENGTHS)."""
-  import numpy as np
-  from crosstask.models import hf_import
   from crosstask.runtime.jobs import eval_lib
   from crosstask.runtime.report import faults
-  import runtime_helpers
   gin_utils.parse([rs.TINY, 'runs/eval.gin'],
                   [f"EVAL_OUTPUT_DIR='{tmp_path / 'eval'}'",
                    "MIXTURE_OR_TASK_NAME='runtime_copy_reverse'",
                    "MIXTURE_OR_TASK_MODULE='runtime_helpers'",
                    "TASK_FEATURE_LENGTHS={'inputs': 4, 'targets': 4}",
                    f"CHECKPOINT_PATH='{tmp_path / 'published'}'"])
-  config = gin_utils.query('%MODEL').module.config
-  zeros = jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), hf_import.abstract_params(config))
-  hf_import.save_hf_checkpoint(tmp_path / 'published', config, zeros, vocabularies.get(
-      runtime_helpers.sentencepiece_model(tmp_path / 'sp')))
+  _publish_with_sentencepiece(tmp_path)
   capsys.readouterr()
   with pytest.raises(faults.CheckpointMismatchError, match='published was trained with'):
     eval_lib.evaluate()
