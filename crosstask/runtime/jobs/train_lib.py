@@ -57,8 +57,9 @@ def _teacher_forced_eval(model, partitioner, param_shardings, cfg: data.DatasetC
       for k, v in metrics.items():
         sums[k] = sums.get(k, 0.0) + float(v)
     means = {k: v / len(outs) for k, v in sums.items()}
-    if sums.get('nonpadding_tokens'):  # As the progress line's: the loss a target token.
-      means['loss_per_token'] = sums.get('cross_ent_loss', 0.0) / sums['nonpadding_tokens']
+    per_token = progress.loss_per_token(sums)  # As the progress line's.
+    if per_token is not None:
+      means['loss_per_token'] = per_token
     return means
   return evaluate
 

@@ -118,6 +118,15 @@ class WriterOnFirstWrite:
     return getattr(self._made(), name)
 
 
+def loss_per_token(metrics: Mapping[str, float]) -> float | None:
+  """The cross-entropy a non-padding target token, from step metrics summed or averaged
+  alike (T5X's `loss` is the batch's sum); None where they count no tokens."""
+  tokens = metrics.get('nonpadding_tokens')
+  if not tokens:
+    return None
+  return metrics.get('cross_ent_loss', metrics.get('loss', 0.0)) / tokens
+
+
 class Progress:
   """Averages step metrics between reports and derives steps/s, tokens/s and ETA."""
 
@@ -154,8 +163,9 @@ class Progress:
     sps = steps / dt
     tokens = sums.get('nonpadding_tokens', 0.0) / dt
     eta = (self.total - step) / sps if sps > 0 else float('nan')
-    if avg.get('nonpadding_tokens'):  # T5X sums the loss over tokens; show the mean too.
-      avg['loss_per_token'] = avg.get('cross_ent_loss', avg.get('loss', 0.0)) / avg['nonpadding_tokens']
+    per_token = loss_per_token(avg)
+    if per_token is not None:
+      avg['loss_per_token'] = per_token
     accelerator = accelerator_values(self.hw, sps)
     scalars = {f'train/{k}': v for k, v in avg.items()}
     scalars.update({'train/steps_per_sec': sps, 'train/tokens_per_sec': tokens})
