@@ -22,14 +22,27 @@ from collections.abc import Iterable, Mapping
 FILENAME = "metrics.jsonl"
 
 _SUBSET = re.compile(r"^(?P<split>.+)\[:(?P<count>\d+)\]$")
-# The name infer gives a task's predictions on a split: `<task>-<split>.jsonl`.
+# The name infer gives a task's predictions on a split: `<task>-<split>.jsonl`, and on
+# its first N examples `<task>-<split>_first<N>.jsonl` (`[:N]` would be a glob to a
+# shell; files of older versions carry it, and still read as the subset).
 INFERENCE_FILE = re.compile(r"^(?P<task>.+)-(?P<split>[^-]+)\.jsonl$")
+_FIRST = re.compile(r"^(?P<split>.+)_first(?P<count>\d+)$")
 
 
 def inference_file(path: str | os.PathLike) -> tuple[str, str] | None:
-  """(task, split) from an inference output's name `<task>-<split>.jsonl`, else None."""
+  """(task, split label) from an inference output's name (`inference_filename`), else None."""
   match = INFERENCE_FILE.match(pathlib.Path(path).name)
-  return (match["task"], match["split"]) if match else None
+  if not match:
+    return None
+  first = _FIRST.match(match["split"])
+  return match["task"], (f"{first['split']}[:{first['count']}]" if first else match["split"])
+
+
+def inference_filename(task: str, split: str) -> str:
+  """Infer's file name for `task`'s predictions on a split label (`subset_split`):
+  `<task>-validation.jsonl`, or for `validation[:8]` `<task>-validation_first8.jsonl`."""
+  subset = _SUBSET.match(split)
+  return f"{task}-{subset['split']}_first{subset['count']}.jsonl" if subset else f"{task}-{split}.jsonl"
 
 
 def subset_split(split: str, count: int, *, whole: bool) -> str:

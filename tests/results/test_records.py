@@ -59,3 +59,15 @@ def test_intervals_round_trip_and_bad_ones_are_named(tmp_path):
   path.write_text('{"step": 1, "task": "a", "metrics": {"m": 1}, "ci95": {"m": [1]}}\n', "utf-8")
   with pytest.raises(ValueError, match=rf"{path}:1: 'ci95' of task 'a' must map each metric"):
     records.read(path)
+
+
+def test_an_inference_files_name_gives_back_its_task_and_split_label():
+  # A subset's name holds no `[` (a glob to a shell: `ls run/x-validation[:8].jsonl`
+  # matches nothing in zsh); its label reads back the same.
+  for task, split in (("clue_tnews", "validation"), ("clue_c3", "test_1_0"),
+                      ("csl_zh_title_to_category.spiece", "validation[:8]")):
+    name = records.inference_filename(task, split)
+    assert not set(name) & set("[]:*?") and records.inference_file(f"/run/{name}") == (task, split)
+  assert records.inference_filename("t", "validation[:8]") == "t-validation_first8.jsonl"
+  assert records.inference_file("t-test[:2].jsonl") == ("t", "test[:2]")  # an older version's name
+  assert records.inference_file("metrics.jsonl") is None

@@ -269,10 +269,11 @@ def test_a_file_short_of_its_split_is_scored_as_the_examples_it_holds(sample_roo
   assert capsys.readouterr().out.endswith(
       f"note: {short} holds the first 20 examples of 'validation': scored as "
       "'validation[:20]', not 'validation'\n")
-  # Labelled [:N] by infer (NUM_EXAMPLES) and whole: kept.
-  subset = tmp_path / "csl_zh_title_to_category-validation[:20].jsonl"
-  subset.write_text("".join(lines[:20]), "utf-8")
-  assert rescoring.score_file(subset, resamples=0).split == "validation[:20]"
+  # Labelled a subset by infer (NUM_EXAMPLES: `_first20`; `[:20]` before) and whole: kept.
+  for name in ("csl_zh_title_to_category-validation_first20.jsonl",
+               "csl_zh_title_to_category-validation[:20].jsonl"):
+    (tmp_path / name).write_text("".join(lines[:20]), "utf-8")
+    assert rescoring.score_file(tmp_path / name, resamples=0).split == "validation[:20]"
   # Lines lost within, or an example twice: refused, naming them.
   short.write_text("".join(lines[:5] + lines[6:20]), "utf-8")
   with pytest.raises(ValueError, match=r"short/csl_zh_title_to_category-validation\.jsonl: no "

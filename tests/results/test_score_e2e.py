@@ -86,11 +86,15 @@ def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
   for task, split in SPLITS.items():
     assert (eval_dir / f"{task}-000004.jsonl").read_text() == whole[task]
     assert len(logged[task].read_text().splitlines()) == 2
-    assert len((infer_dir / f"{task}-{label[task]}.jsonl").read_text().splitlines()) == 2
-  assert not (infer_dir / "lot_zh_outgen-validation[:2].jsonl").exists()
+    assert len((infer_dir / records.inference_filename(task, label[task])).read_text()
+               .splitlines()) == 2
+  # A subset's file name is no glob to a shell; OutGen's, whole, is the whole split's.
+  assert {p.name for p in infer_dir.glob("*_first2.jsonl")} == {
+      f"{task}-{split}_first2.jsonl" for task, split in SPLITS.items() if task != "lot_zh_outgen"}
+  assert not (infer_dir / "lot_zh_outgen-validation_first2.jsonl").exists()
   # An eval's log of a rank classification keeps no predictions: it is scored from infer's.
   logs = [str(logged[task]) for task in SPLITS if task != "fewclue_eprstmt_k0_rank"]
-  infers = [str(infer_dir / f"{task}-{label[task]}.jsonl") for task in SPLITS]
+  infers = [str(infer_dir / records.inference_filename(task, label[task])) for task in SPLITS]
   with paths.use_data_dir(paths.SAMPLE_DIR):
     assert score.main([*logs, *infers, f"--output_dir={tmp_path / 'subset'}",
                        "--module=results_helpers"]) == 0

@@ -106,7 +106,7 @@ def _plain_task(job: restoring.CheckpointJob) -> tuple[Any, Any]:
 def infer(job: restoring.CheckpointJob) -> list[str]:
   """Writes `<output_dir>/<task>-<split>.jsonl` (inputs, targets, prediction, score);
   the first N examples (NUM_EXAMPLES) of a split that holds more go to
-  `<task>-<split>[:N].jsonl`.
+  `<task>-<split>_first<N>.jsonl` (`records.inference_filename`).
 
   `score` is the model's log-likelihood of its prediction; `target_score` that of
   the reference target (what rank classification is scored by); `step` and
@@ -158,7 +158,7 @@ def infer(job: restoring.CheckpointJob) -> list[str]:
     for cut in truncation.cuts(task_ds.as_numpy_iterator(), task.output_features,
                                dataset_cfg.task_feature_lengths):
       console.warn(cut.describe(task.name, split))
-    path = os.path.join(output_dir, f'{task.name}-{split}.jsonl')
+    path = os.path.join(output_dir, records.inference_filename(task.name, split))
     replacing = _replacing(path)
     with open(path, 'w') as f:
       for (index, tokens), score, ex in zip(preds, aux['scores'], task_ds.as_numpy_iterator()):
@@ -181,7 +181,8 @@ def _write_plain(job: restoring.CheckpointJob, runner: inference.Inference, para
   task_fingerprint = fingerprint.plain_fingerprint(task, vocab)
   # Named as the SeqIO task is registered: the plain name, or its copy for the vocabulary.
   split = records.subset_split(cfg.split, len(out.tokens), whole=out.whole)
-  path = os.path.join(job.output_dir, f'{cfg.mixture_or_task_name}-{split}.jsonl')
+  path = os.path.join(job.output_dir,
+                      records.inference_filename(cfg.mixture_or_task_name, split))
   replacing = _replacing(path)
   with open(path, 'w') as f:
     for (index, _), ex, text, score in zip(out.tokens, out.examples, out.texts, out.scores):
