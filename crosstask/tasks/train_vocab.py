@@ -25,6 +25,7 @@ import importlib
 import itertools
 import os
 import pathlib
+import re
 import sys
 from typing import Iterable, Iterator, Optional, Sequence
 
@@ -119,8 +120,31 @@ def train(texts: Iterable[str], output: str, *, vocab_size: int,
     raise ValueError("no text to train on: the tasks and files gave no non-empty lines")
   prefix = pathlib.Path(output)
   prefix.parent.mkdir(parents=True, exist_ok=True)
+  try:
+    _train_sentencepiece(itertools.chain([first], sentences), prefix, vocab_size, model_type,
+                         character_coverage)
+  except RuntimeError as e:
+    raise ValueError(_trainer_error(str(e), vocab_size)) from None
+  model = pathlib.Path(f"{prefix}.model")
+  _forget_where_trained(model)
+  return str(model)
+
+
+def _trainer_error(message: str, vocab_size: int) -> str:
+  """SentencePiece's C++ error without its source location; a vocabulary larger than
+  the text allows as the flag to change."""
+  too_high = re.search(r"Vocabulary size too high \((\d+)\).*<= (\d+)", message)
+  if too_high:
+    return (f"--vocab_size={vocab_size} is more pieces than this text yields: at most "
+            f"{too_high[2]} here (its characters, 256 byte pieces and the special ones). "
+            "Give a smaller --vocab_size, or more text (--task, --text_file)")
+  return "SentencePiece could not train: " + re.sub(r"^\w+: src/\S+ \[[^]]*\] ", "", message)
+
+
+def _train_sentencepiece(sentences: Iterable[str], prefix: pathlib.Path, vocab_size: int,
+                         model_type: str, character_coverage: float) -> None:
   spm.SentencePieceTrainer.train(
-      sentence_iterator=itertools.chain([first], sentences),
+      sentence_iterator=sentences,
       model_prefix=str(prefix),
       vocab_size=vocab_size,
       model_type=model_type,
@@ -132,9 +156,6 @@ def train(texts: Iterable[str], output: str, *, vocab_size: int,
       num_threads=os.cpu_count() or 1,
       minloglevel=2,
   )
-  model = pathlib.Path(f"{prefix}.model")
-  _forget_where_trained(model)
-  return str(model)
 
 
 def _forget_where_trained(model: pathlib.Path) -> None:

@@ -2,6 +2,7 @@
 
 import functools
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -136,6 +137,22 @@ def test_the_same_text_trains_the_same_model_file_wherever_it_is_written(tmp_pat
   assert (fingerprint.describe_vocabulary(seqio.SentencePieceVocabulary(a))
           == fingerprint.describe_vocabulary(seqio.SentencePieceVocabulary(b)))
   _check_t5_layout(a, pieces=450, extra_ids=4)  # the file still reads as T5X reads it
+
+
+def test_a_vocabulary_larger_than_the_text_allows_names_the_flag_and_the_most_it_can_be(
+    tmp_path):
+  # SentencePiece's own words come with its C++ source line ("INTERNAL: src/trainer_
+  # interface.cc(744) [(trainer_spec_.vocab_size()) == ...]").
+  with pytest.raises(ValueError) as raised:
+    train_vocab.train(["hello world", "foo bar baz"], str(tmp_path / "sp"), vocab_size=8000)
+  message = str(raised.value)
+  assert re.fullmatch(r"--vocab_size=8000 is more pieces than this text yields: at most "
+                      r"\d+ here .*Give a smaller --vocab_size, or more text .*", message)
+  assert "src/" not in message and "INTERNAL" not in message
+  with pytest.raises(ValueError, match=r"^SentencePiece could not train: Vocabulary size is "
+                     r"smaller than required_chars"):
+    train_vocab.train(["hello world", "foo bar baz"], str(tmp_path / "sp"), vocab_size=100,
+                      model_type="bpe")
 
 
 def test_vocabularies_are_named_objects_that_gin_does_not_change(tmp_path):
