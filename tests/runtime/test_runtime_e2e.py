@@ -2,6 +2,7 @@
 
 import json
 import re
+import sys
 
 import gin
 import jax
@@ -227,6 +228,24 @@ def test_run_configs_resolve_from_search_paths(clean_gin):
                    "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"])
   assert _gin_value('train_script.train.total_steps') == 3
   assert gin.query_parameter('utils.RestoreCheckpointConfig.params_only') is True
+
+
+def test_run_configs_resolve_where_the_working_directory_has_folders_of_their_names(
+    clean_gin, tmp_path, monkeypatch):
+  # `python -m` puts the working directory on sys.path: a user's own `runs/` or
+  # `t5_1_1/` there imported as a namespace package, and gin's resource lookup of
+  # `include 'runs/_partitioning.gin'` raised "expected str, bytes or os.PathLike
+  # object, not NoneType" before it tried crosstask's folders.
+  for name in ('runs', 't5_1_1'):
+    (tmp_path / name).mkdir()
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.syspath_prepend(str(tmp_path))
+  for name in ('runs', 't5_1_1'):
+    monkeypatch.delitem(sys.modules, name, raising=False)
+  gin_utils.parse(['t5_1_1/tiny.gin', 'runs/finetune.gin'],
+                  ["MODEL_DIR='/tmp/x'", 'TRAIN_STEPS=3', "MIXTURE_OR_TASK_NAME='x'",
+                   "TASK_FEATURE_LENGTHS={'inputs': 8, 'targets': 8}"])
+  assert _gin_value('train_script.train.total_steps') == 3
 
 
 @pytest.mark.parametrize('gin_file,bindings,steps,task,lengths', [

@@ -13,7 +13,7 @@ import os
 import pathlib
 import re
 import sys
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import gin
 import numpy as np
@@ -115,6 +115,36 @@ class _QuietSearch(logging.Filter):
 
 
 logging.getLogger().addFilter(_QuietSearch())
+
+
+def _no_error_when_absent(exists: Callable[[str], bool]) -> Callable[[str], bool]:
+  def checked(path: str) -> bool:
+    try:
+      return exists(path)
+    except (TypeError, AttributeError):
+      return False
+  checked.__wrapped__ = exists
+  return checked
+
+
+def _keep_folders_named_like_ours_from_breaking_includes() -> None:
+  """Makes gin's package-resource lookup say "not here" instead of raising.
+
+  Why: gin tries each include (`include 'runs/_partitioning.gin'`) in the working
+  directory first, as an open file and then as a resource of a Python package named
+  by its folder (`runs`). With a folder `runs/` (or `t5_1_1/`, `clue/`) in the working
+  directory, which `python -m` puts on sys.path, that folder imports as a namespace
+  package without a file, and gin's check failed with "expected str, bytes or
+  os.PathLike object, not NoneType" before it reached crosstask's search paths. gin
+  has no public way to replace a registered reader, so its list is edited in place.
+  """
+  readers = gin.config._FILE_READERS  # pylint: disable=protected-access
+  for i, (reader, exists) in enumerate(readers):
+    if reader is not open and not hasattr(exists, '__wrapped__'):
+      readers[i] = (reader, _no_error_when_absent(exists))
+
+
+_keep_folders_named_like_ours_from_breaking_includes()
 
 
 def parse(files: Sequence[str], bindings: Sequence[str],
