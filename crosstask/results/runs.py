@@ -133,6 +133,26 @@ def _model_label(texts: Sequence[str]) -> str:
   return label
 
 
+def run_folders(path: str | os.PathLike) -> list[pathlib.Path]:
+  """The runs a RUN_DIR argument holds: itself, or for a folder that saved no config of
+  its own but holds several runs that did (`runs/seed0/`, `runs/seed1/`), each of them.
+
+  Why: read as one run, a parent's seeds were one row whose newest file won each cell,
+  under the seed of whichever config was read first. A folder is split only when every
+  metrics.jsonl under it lies in one of its runs, so no record is left out of the table.
+  """
+  path = pathlib.Path(os.fspath(path))
+  if not path.is_dir() or saved_run.config_file(path) is not None:
+    return [path]
+  found = sorted({p.parent for name in saved_run.CONFIG_FILES for p in path.rglob(name)})
+  top = [f for f in found if not any(other in f.parents for other in found)]
+  runs = [f for f in top if next(f.rglob(R.FILENAME), None) is not None]
+  files = list(path.rglob(R.FILENAME))
+  if len(runs) < 2 or not all(any(run in f.parents for run in runs) for f in files):
+    return [path]
+  return runs
+
+
 def load_run(run_dir: str | os.PathLike, step: int | None = None) -> Run:
   """A run's records (latest step per task and split, or `step`) and its config."""
   path = pathlib.Path(os.fspath(run_dir))

@@ -34,7 +34,7 @@ from crosstask.results import bootstrap
 from crosstask.results import intervals
 from crosstask.results import paper as paper_numbers
 from crosstask.results.columns import Column, Row, Value, prompt_base, task_values
-from crosstask.results.runs import Run, label_of, load_run, merge_runs
+from crosstask.results.runs import Run, label_of, load_run, merge_runs, run_folders
 from crosstask.tasks.common import report as common_report
 
 __all__ = ["Column", "Row", "Table", "build", "load_run", "merge_runs", "prompt_base"]
@@ -212,14 +212,15 @@ def build(run_dirs: Sequence[str | os.PathLike], *, step: int | None = None,
           prefer: Sequence[str] = (), all_metrics: bool = False, paper: str = "default",
           tasks: str | None = None, merge: bool = False,
           resamples: int = bootstrap.RESAMPLES) -> Table:
-  """The table for `run_dirs` (each a folder holding metrics.jsonl files, or one file).
+  """The table for `run_dirs` (each a folder holding metrics.jsonl files, or one file;
+  a folder of several runs is each of them: `runs.run_folders`).
 
   `merge` makes all of them one run (one row): the parts of one model's results.
   `resamples` bootstrap draws give each run's intervals (0: none but over seeds).
   A `step` or `tasks` that matches nothing is a ValueError naming what there is, not an
   empty table (a mistyped filter would otherwise read as runs without results).
   """
-  runs = [load_run(d, step) for d in run_dirs]
+  runs = [load_run(folder, step) for d in run_dirs for folder in run_folders(d)]
   if step is not None and not any(run.records for run in runs):
     steps = ", ".join(map(str, sorted({s for run in runs for s in run.steps}))) or "none"
     raise ValueError(f"--step {step} matches no record in "

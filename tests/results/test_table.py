@@ -55,6 +55,22 @@ def test_seeds_pool_and_models_stay_apart(tmp_path):
   assert "| big_seed0 | T5 d128 2+2L | 0 | 90.00 @200 |" in text
 
 
+def test_a_folder_of_runs_is_each_of_its_runs(tmp_path):
+  # `crosstask.results runs/` over runs/small_seed0 and runs/small_seed1: read as one run,
+  # each cell was the newest file's (seed 1's 70) under the first config's seed (0).
+  rows = lambda acc: [(100, "csl_zh_title_to_category", {"accuracy": acc}, "aaaa0000")]
+  _run(tmp_path / "runs", "small_seed0", 0, rows(60.0))
+  _run(tmp_path / "runs", "small_seed1", 1, rows(70.0))
+  result = table.build([tmp_path / "runs"])
+  ((column, cell),) = result.rows[0].cells.items()
+  assert [(r.label, r.seeds) for r in result.rows] == [("small", ["0", "1"])]
+  assert (cell["mean"], cell["std"]) == (65.0, 5.0) and not result.disagreements()
+  # A record in the folder itself, outside both runs: read as one run still, none left out.
+  records.append(tmp_path / "runs", [records.Record(100, "csl_zh_title_to_category",
+                                                    {"accuracy": 50.0}, source="eval")])
+  assert [r.label for r in table.build([tmp_path / "runs"]).rows] == ["runs"]
+
+
 def test_a_run_without_a_config_has_no_seed_and_one_without_its_seed_says_so(tmp_path):
   """A baseline's folder (records, no config) is no model's seed: '-' as a paper row's; a
   trained run whose config does not name its seed is '?'."""
