@@ -209,9 +209,13 @@ def write_baseline_record(output_dir: pathlib.Path, row: dict, vocabulary) -> pa
   task = _task(*TRAIN_FIELDS, vocabulary=vocabulary)
   intervals.write_log(folder, task.name, 0, *row["outputs"])
   metrics = {k: v for k, v in row.items() if k not in NOT_METRICS}
+  examples = tracing.without_autograph(task.get_dataset, None, split="validation",
+                                       shuffle=False, num_epochs=1, use_cached=False)
   records.append(folder, [records.Record(0, task.name, metrics, fingerprint.fingerprint(task),
                                          source=f"baseline:{row['baseline']}",
-                                         split="validation")])
+                                         split="validation",
+                                         data=fingerprint.data_digest(
+                                             examples.as_numpy_iterator()))])
   return folder
 
 

@@ -5,8 +5,9 @@ the reports, best-checkpoint selection, the demo and `crosstask.results` read
 them here, so a new field (the task fingerprint) is added in one place. A line
 is `{"step", "task", "metrics": {name: float}}`, plus `"fingerprint"` (a short
 hash of the task's definition), `"source"` (what produced the numbers) and
-`"split"` when known, and `"ci95": {name: [low, high]}`, each metric's 95%
-interval (a bootstrap over the examples) where it was computed. Pure Python:
+`"split"` when known, `"data"` (a short hash of the examples scored), and
+`"ci95": {name: [low, high]}`, each metric's 95% interval (a bootstrap over the
+examples) where it was computed. Pure Python:
 importing it pulls in no framework.
 """
 
@@ -95,6 +96,7 @@ class Record:
   split: str | None = None
   where: str = ""
   ci95: Mapping[str, tuple[float, float]] | None = None
+  data: str | None = None  # the hash of the examples scored (`fingerprint.data_digest`)
 
   def to_json(self) -> dict:
     out = {"step": int(self.step), "task": self.task,
@@ -105,6 +107,8 @@ class Record:
       out["source"] = self.source
     if self.split:
       out["split"] = self.split
+    if self.data:
+      out["data"] = self.data
     if self.ci95:
       out["ci95"] = {k: [float(low), float(high)] for k, (low, high) in self.ci95.items()}
     return out
@@ -134,7 +138,8 @@ def _record(value, where: str) -> Record:
       raise ValueError(f"{where}: metric {key!r} of task {task!r} is not a number: {v!r}")
     clean[str(key)] = float(v)
   return Record(step, task, clean, value.get("fingerprint"), value.get("source"),
-                value.get("split"), where, _ci95(value.get("ci95"), task, where))
+                value.get("split"), where, _ci95(value.get("ci95"), task, where),
+                value.get("data"))
 
 
 def _ci95(value, task: str, where: str) -> dict[str, tuple[float, float]] | None:

@@ -1,7 +1,9 @@
 """Table columns and cells: a task's headline metric, prompt variants pooled, rows.
 
-A column is keyed by task (or prompt group, or aggregate), metric, split and
-task fingerprint, so numbers of two task definitions land in two columns. A task
+A column is keyed by task (or prompt group, or aggregate), metric, split, task
+fingerprint and the hash of the examples scored (`data`), so numbers of two task
+definitions, or of two data sets (the bundled sample's and the data root's), land in
+two columns. A task
 registered as `<base>.p<k>` (prompt k of `<base>`) is a prompt variant: the
 column `<base>` shows the mean over prompts with their spread.
 """
@@ -56,15 +58,18 @@ class Column:
   metric: str
   split: str
   fingerprint: str
+  data: str = ""  # the examples' hash; "" for records older than it, aggregates and papers
 
-  def header(self, step: int | None) -> str:
+  def header(self, step: int | None, with_data: bool = False) -> str:
+    """`with_data`: name the examples' hash too (another column differs only in it)."""
     parts = [f"{self.name} {self.metric}".strip()]
     if self.split not in ("", "?"):
       parts.append(f"({self.split})")
     if step is not None:
       parts.append(f"@{step}")
-    if self.fingerprint:
-      parts.append(f"[{self.fingerprint}]")
+    if self.fingerprint or (with_data and self.data):
+      data = f" data {self.data or '?'}" if with_data else ""
+      parts.append(f"[{self.fingerprint}{data}]")
     return " ".join(parts)
 
 
@@ -102,12 +107,13 @@ def task_values(run: Run, prefer: Sequence[str] = (), all_metrics: bool = False
   out = {}
   for (base, split, key), members in groups.items():
     fingerprint = _group_fingerprint(r.fingerprint for r, _ in members)
+    data = _group_fingerprint(r.data for r, _ in members)
     values = [r.metrics[key] for r, _ in members]
     steps = {r.step for r, _ in members}
     prompted = [t for _, t in members if prompt_base(t)[1] is not None]
     mean, std = common_report.mean_std(values)
     why = [run.no_ci95[(t, split)] for _, t in members if (t, split) in run.no_ci95]
-    out[Column(base, key, split, fingerprint)] = Value(
+    out[Column(base, key, split, fingerprint, data)] = Value(
         mean, steps.pop() if len(steps) == 1 else None, len(prompted),
         std if prompted else None,
         ci95=_mean_interval(run, [(t, split) for _, t in members], key),

@@ -472,7 +472,8 @@ def score_file(path: str | os.PathLike, *, task_name: str | None = None,
           f"scored under {print_fingerprint} (the task's definition changed since)")
   record = records.Record(int(step), task.name, scores, print_fingerprint,
                           source=f"score:{pathlib.Path(path).name}", split=inferences.split,
-                          ci95=ci95)
+                          ci95=ci95, data=fingerprint.data_digest(
+                              exs[i] for i in np.argsort(indices, kind="stable")))
   destination = pathlib.Path(output_dir) if output_dir else records.log_owner(path)
   if (same := records.recorded(destination, record)) is not None:
     print(f"note: {same.where} already records these numbers; nothing appended")

@@ -109,6 +109,14 @@ def format_cell(cell: dict | None, column_step: int | None, floatfmt: str = ".2f
   return text
 
 
+def _same_definition(columns: Sequence[Column]) -> set[Column]:
+  """Columns that share task, metric, split and fingerprint: their examples differ."""
+  seen: dict[tuple[str, str, str, str], list[Column]] = {}
+  for c in columns:
+    seen.setdefault((c.name, c.metric, c.split, c.fingerprint), []).append(c)
+  return {c for group in seen.values() if len(group) > 1 for c in group}
+
+
 def _duplicate_names(columns: Sequence[Column]) -> set[tuple[str, str, str]]:
   seen: dict[tuple[str, str, str], int] = {}
   for c in columns:
@@ -126,10 +134,12 @@ class Table:
   step: int | None = None
 
   def headers(self) -> list[str]:
-    return [c.header(_column_step(self.rows, c)) for c in self.columns]
+    same_definition = _same_definition(self.columns)
+    return [c.header(_column_step(self.rows, c), with_data=c in same_definition)
+            for c in self.columns]
 
   def conflicts(self) -> list[str]:
-    """Tasks shown in more than one column because their definitions differ."""
+    """Tasks shown in more than one column because their definitions or examples differ."""
     return [f"{name} {metric} ({split})".replace("  ", " ")
             for name, metric, split in sorted(_duplicate_names(self.columns))]
 
@@ -150,8 +160,8 @@ class Table:
       no_seed = row.paper or not any(run.has_config for run in row.runs)
       seeds = "-" if no_seed else ",".join("?" if s is None else str(s) for s in row.seeds)
       lines.append(f"| {row.label} | {row.model} | {seeds} | " + " | ".join(cells) + " |")
-    notes = [f"Different task definitions, kept apart: {', '.join(self.conflicts())}."
-             ] if self.conflicts() else []
+    notes = [f"Different task definitions or examples, kept apart: "
+             f"{', '.join(self.conflicts())}."] if self.conflicts() else []
     notes += [f"Two measurements of one step differ in {d}." for d in self.disagreements()]
     if self.without_step:
       notes.append(f"No record at step {self.step} in {'; '.join(self.without_step)}.")

@@ -63,6 +63,8 @@ def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
   for task, r in evaluated.items():
     assert scored[task].metrics == r.metrics, task  # identical, not approximately equal
     assert (scored[task].step, scored[task].fingerprint) == (r.step, r.fingerprint)
+    # The same examples, hashed by eval from its datasets and by score from the data root.
+    assert scored[task].data == r.data and len(r.data) == 8, task
     assert scored[task].source == f"score:{task}-{SPLITS[task]}.jsonl"
   assert evaluated["fewclue_eprstmt_k0_rank"].metrics.keys() == {"accuracy"}
   assert {"em", "f1"} <= evaluated["clue_cmrc2018"].metrics.keys()
@@ -103,3 +105,7 @@ def test_score_reproduces_the_eval_metrics_from_the_infer_output(tmp_path):
   for r in rescored:
     assert r.split == label[r.task]
     assert r.metrics == subset[r.task].metrics, r.where
+    assert r.data == subset[r.task].data, r.where
+  # A subset is other examples than its whole split (OutGen's 2 are its whole split).
+  assert {t for t, r in subset.items() if r.data != evaluated[t].data} == set(SPLITS) - {
+      "lot_zh_outgen"}

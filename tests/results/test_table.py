@@ -14,7 +14,7 @@ from crosstask.results import table
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "scirepeval"
 
 
-def _run(root, name, seed, rows, d_model=64, split="validation"):
+def _run(root, name, seed, rows, d_model=64, split="validation", data=None):
   """A run folder like a training run's: operative config and inference_eval/metrics.jsonl."""
   folder = root / name
   (folder / "inference_eval").mkdir(parents=True)
@@ -24,7 +24,7 @@ def _run(root, name, seed, rows, d_model=64, split="validation"):
       "  num_encoder_layers = 2\n  num_decoder_layers = 2\n"
       "train.random_seed = %RANDOM_SEED\n", "utf-8")
   records.append(folder / "inference_eval", [
-      records.Record(step, task, metrics, fingerprint=fp, source="eval", split=split)
+      records.Record(step, task, metrics, fingerprint=fp, source="eval", split=split, data=data)
       for step, task, metrics, fp in rows])
   return folder
 
@@ -53,6 +53,28 @@ def test_seeds_pool_and_models_stay_apart(tmp_path):
   assert result.rows[0].cells[column]["ci95"] == pytest.approx([1.47, 128.53], abs=0.01)
   assert "| small | T5 d64 2+2L | 0,1 | 65.00 ± 5.00 [1.47, 128.53] @100 |" in text
   assert "| big_seed0 | T5 d128 2+2L | 0 | 90.00 @200 |" in text
+
+
+def test_seeds_that_scored_other_examples_are_not_pooled(tmp_path):
+  # One task definition (fingerprint), two data sets: the bundled sample's 4 examples
+  # and the data root's 32 had been one column, pooled as two seeds.
+  rows = lambda acc: [(100, "fewclue_eprstmt_k0", {"accuracy": acc}, "7dd52592")]
+  a = _run(tmp_path, "small_seed0", 0, rows(50.0), data="11111111")
+  b = _run(tmp_path, "small_seed1", 1, rows(40.6), data="22222222")
+  c = _run(tmp_path, "small_seed2", 2, rows(44.0), data="22222222")
+  result = table.build([a, b, c])
+  assert [(r.label, r.seeds) for r in result.rows] == [("small", ["0", "1", "2"])]
+  cells = {c.data: result.rows[0].cells[c] for c in result.columns}
+  assert {d: (cell["mean"], cell["n"]) for d, cell in cells.items()} == {
+      "11111111": (50.0, 1), "22222222": (pytest.approx(42.3), 2)}
+  assert sorted(result.headers()) == [
+      "fewclue_eprstmt_k0 accuracy (validation) @100 [7dd52592 data 11111111]",
+      "fewclue_eprstmt_k0 accuracy (validation) @100 [7dd52592 data 22222222]"]
+  assert ("Different task definitions or examples, kept apart: fewclue_eprstmt_k0 accuracy "
+          "(validation).") in result.markdown()
+  # One data set: the header stays as it was.
+  assert table.build([b, c]).headers() == ["fewclue_eprstmt_k0 accuracy (validation) @100 "
+                                           "[7dd52592]"]
 
 
 def test_a_folder_of_runs_is_each_of_its_runs(tmp_path):
@@ -94,7 +116,7 @@ def test_different_task_definitions_are_never_pooled(tmp_path):
   assert sorted(c.fingerprint for c in result.columns) == ["11111111", "22222222"]
   cells = [result.rows[0].cells[c] for c in result.columns]
   assert [(x["mean"], x["n"]) for x in cells] == [(60.0, 1), (80.0, 1)]
-  assert "Different task definitions, kept apart: clue_afqmc accuracy (validation)" in (
+  assert "Different task definitions or examples, kept apart: clue_afqmc accuracy (validation)" in (
       result.markdown())
   assert "@10" in result.markdown()  # one step for the whole column: in its header
 

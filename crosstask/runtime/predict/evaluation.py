@@ -118,6 +118,9 @@ class Evaluator:
           console.warn(cut.describe(task.name, self.splits[task.name]))
     self.fingerprints = {t.name: fingerprint.fingerprint(t)
                          for e in self._evaluators for t in e.eval_tasks}
+    self.data = {t.name: fingerprint.data_digest(
+                     e.cached_task_datasets[t.name].as_numpy_iterator())
+                 for e in self._evaluators for t in e.eval_tasks}
 
   @property
   def has_tasks(self) -> bool:
@@ -137,7 +140,7 @@ class Evaluator:
     if jax.process_index() == 0:  # Every host computes the metrics; one appends them.
       records.append(self.output_dir, [
           records.Record(int(step), task, metrics, self.fingerprints.get(task), source='eval',
-                         split=self.splits[task])
+                         split=self.splits[task], data=self.data.get(task))
           for task, metrics in out.items()])
     if self.writer is not None:
       self.writer.write_scalars(int(step), {f'eval/{task}/{k}': v

@@ -25,9 +25,13 @@ import inspect
 import json
 import textwrap
 import types
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from crosstask.runtime.data import host_inputs
+from crosstask.text import feature_text
 
 LENGTH = 8  # hex digits shown in tables: enough to tell versions apart at a glance
 
@@ -186,3 +190,24 @@ def fingerprint(task: Any) -> str:
 def plain_fingerprint(task: Any, vocabulary: Any) -> str:
   """`fingerprint` of the SeqIO task a plain task stands for (`describe_plain`)."""
   return _hash(describe_plain(task, vocabulary))
+
+
+def data_digest(examples: Iterable[Mapping]) -> str:
+  """`LENGTH` hex digits of the hash of the examples a score was computed on, in order:
+  each one's inputs and targets text (its tokens where a task keeps no text).
+
+  Why: the fingerprint hashes a task's definition, not its files, so an eval on the
+  bundled sample and one on the real data root (or on a user's edited dev file) shared
+  a column and were pooled as seeds. A record carries this beside its fingerprint.
+  """
+  digest = hashlib.sha256()
+  for ex in examples:
+    parts = []
+    for key in ("inputs", "targets"):
+      raw = ex.get(f"{key}_pretokenized")
+      if raw is not None:
+        parts.append(feature_text(raw))
+      else:
+        parts.append(" ".join(map(str, np.asarray(ex.get(key, [])).reshape(-1).tolist())))
+    digest.update((json.dumps(parts, ensure_ascii=False) + "\n").encode("utf-8"))
+  return digest.hexdigest()[:LENGTH]
