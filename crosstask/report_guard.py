@@ -9,6 +9,12 @@ from collections.abc import Sequence
 
 
 def check(trained: Sequence[str], task: str, split: str) -> None:
-  """Raises when reporting `task`'s `split` would score data the run trained on."""
+  """Raises when reporting `task`'s `split` would score data the run trained on: a
+  configuration error (the task or split to report), which the command line prints as
+  its one line, as it does a wrong binding, not a traceback."""
+  from crosstask.runtime.config import gin_utils  # pylint: disable=import-outside-toplevel
   from crosstask.tasks.clue import leakage  # pylint: disable=import-outside-toplevel
-  leakage.check_run(trained, task, split)
+  try:
+    leakage.check_run(trained, task, split)
+  except leakage.LeakageError as e:
+    raise gin_utils.GinConfigError(str(e)) from None

@@ -96,3 +96,15 @@ def test_a_job_refuses_test_public_of_a_checkpoint_trained_on_its_source(tmp_pat
   assert start("validation") == "validation"  # dev_0: not what FewCLUE reports
   with pytest.raises(leakage.LeakageError, match="clue_tnews -> fewclue_tnews_k0"):
     start("test_public")
+
+
+def test_the_entry_points_guard_refuses_as_a_configuration_error():
+  # The entry points print a GinConfigError as one line (exit 2); a LeakageError had
+  # come out as a 27-line traceback when eval reported a user mixture's test_public.
+  from crosstask import report_guard  # pylint: disable=import-outside-toplevel
+  from crosstask.runtime.config import gin_utils  # pylint: disable=import-outside-toplevel
+  with pytest.raises(gin_utils.GinConfigError, match="refusing to report test_public after "
+                     r"training .*csl_zh_abstract_to_discipline -> fewclue_csldcp_k0"):
+    report_guard.check(["csl_zh_abstract_to_discipline.sentencepiece_cn"],
+                       "fewclue_csldcp_k0", "test_public")
+  report_guard.check(["csl_zh_abstract_to_discipline"], "fewclue_csldcp_k0", "validation")
