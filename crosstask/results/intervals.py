@@ -4,7 +4,8 @@ An eval job and training-time evaluation keep seqio's inference log beside
 `metrics.jsonl`: `<task>-<step:06d>.jsonl`, a line per example with its
 postprocessed `target` and `prediction` (and `score`, the target's likelihood,
 for rank classification). A record without `ci95` (those `crosstask.score`
-writes carry theirs) gets it from that file, resampled with the task's own
+writes carry theirs, unless told `--bootstrap 0`: then the infer file beside
+the record is read) gets it from that file, resampled with the task's own
 metric functions (`rescoring.metrics`). The resamples themselves are kept on
 the run (`Run.replicates`): a benchmark aggregate's interval is drawn from its
 member tasks' resamples. The tasks are looked up by their plain name: a
@@ -61,6 +62,23 @@ def logged_outputs(path: pathlib.Path) -> rescoring.ModelOutputs:
                                 column("score"), column("aux_scores"))
 
 
+def scored_file(record: R.Record) -> pathlib.Path | None:
+  """The infer output a `crosstask.score` record was scored from (`source` 'score:<name>'),
+  where it lies beside the record's metrics file (score's default place for it)."""
+  if not record.where or not (record.source or "").startswith("score:"):
+    return None
+  path = pathlib.Path(record.where.rsplit(":", 1)[0]).parent / record.source[len("score:"):]
+  return path if path.is_file() and R.inference_file(path) is not None else None
+
+
+def inferred_outputs(task, path: pathlib.Path, record: R.Record) -> rescoring.ModelOutputs:
+  """An infer output's lines postprocessed as the Evaluator would, from its examples."""
+  inferences = rescoring.read_inferences(path, record.task, record.split)
+  indices = [int(line["index"]) for line in inferences.lines]
+  exs, _ = rescoring.examples(task, R.base_split(record.split or inferences.split), indices)
+  return rescoring.outputs(task, inferences.lines, exs)
+
+
 def _task(name: str):
   import seqio  # pylint: disable=g-import-not-at-top
   for candidate in (name, vocabularies.base_task_name(name)):
@@ -78,11 +96,13 @@ def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
   filled, replicates, no_ci95 = {}, {}, {}
   for key, record in run.records.items():
     path = log_file(record)
-    task = _task(record.task) if path else None
-    if path and task is None and failed:
+    # A score's record written without its interval (--bootstrap 0): from its infer file.
+    inferred = None if path or record.ci95 else scored_file(record)
+    task = _task(record.task) if path or inferred else None
+    if (path or inferred) and task is None and failed:
       no_ci95[key] = f"its task module {failed!r} {rescoring.UNIMPORTABLE}"
     if task is not None:
-      out = logged_outputs(path)
+      out = logged_outputs(path) if path else inferred_outputs(task, inferred, record)
       draws = {k: v for k, v in rescoring.replicates(task, out, resamples).items()
                if k in record.metrics}
       replicates[key] = draws

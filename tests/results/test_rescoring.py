@@ -283,3 +283,19 @@ def test_a_file_short_of_its_split_is_scored_as_the_examples_it_holds(sample_roo
   with pytest.raises(ValueError, match=r"validation\.jsonl:21: example index 3 again \(first at "
                      r"line 4\)"):
     rescoring.score_file(short, resamples=0)
+
+
+def test_a_score_written_without_its_interval_gets_one_from_its_infer_file(sample_root,
+                                                                           tmp_path):
+  # `crosstask.score --bootstrap 0` leaves its record without `ci95`; the table said "no
+  # saved predictions to resample" with the infer file beside the record.
+  from crosstask.results import table  # pylint: disable=import-outside-toplevel
+  path = tmp_path / "csl_zh_title_to_category-validation.jsonl"
+  _write_inferences(path, "csl_zh_title_to_category", "validation",
+                    lambda ex: "工学" if ex["targets_pretokenized"].decode() == "工学" else "理学")
+  with_interval = rescoring.score_file(path).ci95
+  assert rescoring.score_file(path, resamples=0).ci95 is None
+  assert [r.ci95 is None for r in records.read(tmp_path)] == [False, True]  # the newest: none
+  ((column, cell),) = table.build([tmp_path], prefer=["accuracy"]).rows[0].cells.items()
+  assert cell["ci95"] == pytest.approx(list(with_interval[column.metric]))
+  assert cell["ci95"][0] < cell["mean"] < cell["ci95"][1]
