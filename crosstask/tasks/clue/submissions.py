@@ -183,16 +183,23 @@ def write_submission(task_name: str, split: str, predictions: str | os.PathLike,
   return Written(out, unmatched, len(answers))
 
 
-def split_of(predictions: str | os.PathLike, task_name: str) -> str:
+def split_of(predictions: str | os.PathLike, task_name: str, given: str | None = None) -> str:
   """The split infer's file `<task>-<split>.jsonl` was made on, as `crosstask.score`
-  reads it; a ValueError where the name says neither that task nor a whole split."""
+  reads it; a ValueError where the name says neither that task nor a whole split.
+  `given` (--split) is the split for a file named otherwise; one infer named says the
+  same, or the file answers another split's examples under this one's ids."""
   parts = records.inference_file(predictions)
   if parts is None:
+    if given:
+      return given
     raise ValueError(f"{predictions}: not an inference output name (<task>-<split>.jsonl); "
                      "give the split with --split")
   task, split = parts
   if vocabularies.base_task_name(task) != task_name:
     raise ValueError(f"{predictions} holds predictions of task {task!r}, not {task_name!r}")
+  if given and given != split:
+    raise ValueError(f"{predictions} holds predictions on split {split!r}, not --split "
+                     f"{given!r}: their lines would answer another split's examples")
   if records.base_split(split) != split:
     raise ValueError(f"{predictions} holds a subset of split {records.base_split(split)!r} "
                      f"({split}): a leaderboard file answers every example of the split")
@@ -213,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   startup.add_verbose_flag(parser)
   args = parser.parse_args(argv)
   try:
-    split = args.split or split_of(args.predictions, args.task)
+    split = split_of(args.predictions, args.task, args.split)
     written = write_submission(args.task, split, args.predictions, args.output_dir)
   except (FileNotFoundError, ValueError) as e:  # a bad name, path or file, named in `e`
     print(f"ERROR: {e}", file=sys.stderr)

@@ -142,3 +142,15 @@ def test_the_command_reads_the_split_from_the_file_name_and_counts_unmatched_ans
                    f"--output_dir={tmp_path / 'cli'}"]) == 2
     assert "holds predictions of task 'fewclue_tnews', not 'clue_tnews'" in (
         capsys.readouterr().err)
+    # --split names the split of a file named otherwise; of one infer named, the same
+    # one, else the file's lines would answer the other split's examples under its ids.
+    assert S.main(["--task=fewclue_tnews", "--split=validation", f"--predictions={named}",
+                   f"--output_dir={tmp_path / 'cli'}"]) == 2
+    assert "holds predictions on split 'test', not --split 'validation'" in (
+        capsys.readouterr().err)
+    assert S.main(["--task=clue_tnews", "--split=test", f"--predictions={named}",
+                   f"--output_dir={tmp_path / 'cli'}"]) == 2
+    assert "not 'clue_tnews'" in capsys.readouterr().err
+    unnamed = _rows(tmp_path / "p2.jsonl", rows)
+    assert S.main(["--task=fewclue_tnews", "--split=test", f"--predictions={unnamed}",
+                   f"--output_dir={tmp_path / 'cli2'}"]) == 0
