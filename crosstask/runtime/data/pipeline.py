@@ -98,18 +98,26 @@ def check_vocabulary_fits(model, task_or_mixture=None) -> None:
   model_vocabs = _model_vocabularies(model)
   tasks = getattr(task_or_mixture, 'tasks', None) or (
       [task_or_mixture] if task_or_mixture is not None else [])
+  # What the run names: a mixture's copy for the vocabulary is the one to name, not its
+  # task's (the run would train on that task alone).
+  mixture = task_or_mixture if getattr(task_or_mixture, 'tasks', None) else None
   for task in tasks:
     for key, feature in task.output_features.items():
       ours = model_vocabs.get(key)
       if ours is not None and feature.vocabulary != ours:
+        where = f"Mixture '{mixture.name}': task" if mixture else 'Task'
+        named = mixture.name if mixture else task.name
         raise TaskConfigError(
-            f"Task '{task.name}' feature '{key}' is tokenized with "
+            f"{where} '{task.name}' feature '{key}' is tokenized with "
             f"{vocabularies.describe(feature.vocabulary)}, but the model's "
             f"{'input' if key == 'inputs' else 'output'} vocabulary is "
             f"{vocabularies.describe(ours)}. Set VOCABULARY_PATH to the task's vocabulary, "
-            f"or use '{vocabularies.task_name(task.name, ours)}' (the task registered for the "
-            "model's vocabulary by its benchmark's register_vocabulary; a module in "
-            "MIXTURE_OR_TASK_MODULE that defines one provides it).")
+            f"or use '{vocabularies.task_name(named, ours)}' (the "
+            f"{'mixture' if mixture else 'task'} registered for the model's vocabulary by a "
+            "register_vocabulary(vocabulary) in the module that defines it, one of "
+            "MIXTURE_OR_TASK_MODULE" + (f": factory.register_for_vocabulary(['{named}'], "
+                                        "vocabulary) there; README 'Your own task')"
+                                        if mixture else ")") + ".")
   config = getattr(getattr(model, 'module', None), 'config', None)
   rows = getattr(config, 'vocab_size', None)
   if rows is None:

@@ -168,6 +168,13 @@ def test_a_run_uses_the_tasks_of_the_models_vocabulary_or_refuses(sample_sp):
                                        r"bytes \(259 ids\), but the model's input vocabulary is "
                                        r"SentencePiece .*csl_registration\.model \(2400 ids\)"):
     data.check_run_dataset(_model(sp, 2432), run("runtime_copy", "runtime_helpers"))
+  # A mixture's: the mixture's copy is the one to name (its task's would train on that
+  # task alone), registered by the module's register_vocabulary.
+  with pytest.raises(ValueError, match=r"^Mixture 'runtime_copy_reverse': task 'runtime_copy' "
+                     r"feature 'inputs' .* or use 'runtime_copy_reverse\.csl_registration' \(the "
+                     r"mixture .*factory\.register_for_vocabulary\(\['runtime_copy_reverse'\], "
+                     r"vocabulary\) there"):
+    data.check_run_dataset(_model(sp, 2432), run("runtime_copy_reverse", "runtime_helpers"))
 
 
 # What upstream T5X does with MIXTURE_OR_TASK_MODULE (t5x.utils.import_module): gin is
