@@ -185,13 +185,15 @@ class Table:
     buf = io.StringIO()
     writer = csv.writer(buf)
     headers = self.headers()
-    writer.writerow(["run", "model", "seeds", *[x for h in headers for x in (h, f"{h} std")]])
+    writer.writerow(["run", "model", "seeds", *[x for h in headers for x in (
+        h, f"{h} std", f"{h} ci95 low", f"{h} ci95 high")]])
     for row in self.rows:
       values = []
       for c in self.columns:
         cell = row.cells.get(c)
+        ci95 = (cell or {}).get("ci95") or ("", "")
         values += ["" if cell is None else cell["mean"],
-                   "" if cell is None or cell["std"] is None else cell["std"]]
+                   "" if cell is None or cell["std"] is None else cell["std"], *ci95]
       writer.writerow([row.label, row.model, " ".join(str(s) for s in row.seeds), *values])
     return buf.getvalue()
 

@@ -336,3 +336,15 @@ def test_csl_delta_m_beside_the_meta_rows(tmp_path):
   # seed means: few (30.5, 20), +meta (41.5, 22) -> ((41.5 - 30.5) + (22 - 20)) / 2
   assert plus.cells[delta]["mean"] == pytest.approx(6.5)
   assert base.cells[delta]["mean"] == 2.2  # Table 9, 8 shots, T5-base, partition 2-1
+
+
+def test_csv_keeps_each_cells_interval(tmp_path):
+  import csv  # pylint: disable=import-outside-toplevel
+  rows = lambda acc: [(100, "csl_zh_title_to_category", {"accuracy": acc}, "aaaa0000")]
+  result = table.build([_run(tmp_path, "small_seed0", 0, rows(60.0)),
+                        _run(tmp_path, "small_seed1", 1, rows(70.0))])
+  header, line = list(csv.reader(result.csv().splitlines()))
+  name = result.headers()[0]
+  assert header == ["run", "model", "seeds", name, f"{name} std", f"{name} ci95 low",
+                    f"{name} ci95 high"]
+  assert [float(x) for x in line[3:]] == pytest.approx([65.0, 5.0, 1.47, 128.53], abs=0.01)
