@@ -43,7 +43,9 @@ def inference_filename(task: str, split: str) -> str:
   """Infer's file name for `task`'s predictions on a split label (`subset_split`):
   `<task>-validation.jsonl`, or for `validation[:8]` `<task>-validation_first8.jsonl`."""
   subset = _SUBSET.match(split)
-  return f"{task}-{subset['split']}_first{subset['count']}.jsonl" if subset else f"{task}-{split}.jsonl"
+  if subset:
+    return f"{task}-{subset['split']}_first{subset['count']}.jsonl"
+  return f"{task}-{split}.jsonl"
 
 
 def subset_split(split: str, count: int, *, whole: bool) -> str:

@@ -101,8 +101,15 @@ def with_intervals(run: Run, resamples: int = bootstrap.RESAMPLES) -> Run:
     task = _task(record.task) if path or inferred else None
     if (path or inferred) and task is None and failed:
       no_ci95[key] = f"its task module {failed!r} {rescoring.UNIMPORTABLE}"
-    if task is not None:
-      out = logged_outputs(path) if path else inferred_outputs(task, inferred, record)
+    out = None
+    if task is not None and path:
+      out = logged_outputs(path)
+    elif task is not None:
+      try:
+        out = inferred_outputs(task, inferred, record)
+      except (OSError, ValueError) as e:  # the data root moved, or the file was edited
+        no_ci95[key] = f"its infer file could not be read again ({e})"
+    if out is not None:
       draws = {k: v for k, v in rescoring.replicates(task, out, resamples).items()
                if k in record.metrics}
       replicates[key] = draws

@@ -299,3 +299,10 @@ def test_a_score_written_without_its_interval_gets_one_from_its_infer_file(sampl
   ((column, cell),) = table.build([tmp_path], prefer=["accuracy"]).rows[0].cells.items()
   assert cell["ci95"] == pytest.approx(list(with_interval[column.metric]))
   assert cell["ci95"][0] < cell["mean"] < cell["ci95"][1]
+  # The file no longer what was scored (an example index past the split): the table is
+  # still built, and says why that cell has no interval.
+  lines = path.read_text("utf-8").splitlines()
+  path.write_text("\n".join(lines + [lines[-1].replace('"index": 29', '"index": 99')]), "utf-8")
+  built = table.build([tmp_path], prefer=["accuracy"])
+  assert next(iter(built.rows[0].cells.values()))["ci95"] is None
+  assert "its infer file could not be read again" in built.markdown()
