@@ -109,19 +109,22 @@ def format_cell(cell: dict | None, column_step: int | None, floatfmt: str = ".2f
   return text
 
 
+def _shared(columns: Sequence[Column], fields: Sequence[str]) -> dict[tuple, list[Column]]:
+  """The columns grouped by `fields`, where a group holds more than one."""
+  groups: dict[tuple, list[Column]] = {}
+  for c in columns:
+    groups.setdefault(tuple(getattr(c, f) for f in fields), []).append(c)
+  return {k: group for k, group in groups.items() if len(group) > 1}
+
+
 def _same_definition(columns: Sequence[Column]) -> set[Column]:
   """Columns that share task, metric, split and fingerprint: their examples differ."""
-  seen: dict[tuple[str, str, str, str], list[Column]] = {}
-  for c in columns:
-    seen.setdefault((c.name, c.metric, c.split, c.fingerprint), []).append(c)
-  return {c for group in seen.values() if len(group) > 1 for c in group}
+  return {c for group in _shared(columns, ("name", "metric", "split", "fingerprint")).values()
+          for c in group}
 
 
 def _duplicate_names(columns: Sequence[Column]) -> set[tuple[str, str, str]]:
-  seen: dict[tuple[str, str, str], int] = {}
-  for c in columns:
-    seen[(c.name, c.metric, c.split)] = seen.get((c.name, c.metric, c.split), 0) + 1
-  return {k for k, n in seen.items() if n > 1}
+  return set(_shared(columns, ("name", "metric", "split")))
 
 
 @dataclasses.dataclass

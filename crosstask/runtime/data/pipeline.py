@@ -96,11 +96,11 @@ def check_vocabulary_fits(model, task_or_mixture=None) -> None:
   """
   from crosstask import vocabularies
   model_vocabs = _model_vocabularies(model)
-  tasks = getattr(task_or_mixture, 'tasks', None) or (
-      [task_or_mixture] if task_or_mixture is not None else [])
+  members = getattr(task_or_mixture, 'tasks', None)
+  tasks = members or ([task_or_mixture] if task_or_mixture is not None else [])
   # What the run names: a mixture's copy for the vocabulary is the one to name, not its
   # task's (the run would train on that task alone).
-  mixture = task_or_mixture if getattr(task_or_mixture, 'tasks', None) else None
+  mixture = task_or_mixture if members else None
   for task in tasks:
     for key, feature in task.output_features.items():
       ours = model_vocabs.get(key)
